@@ -1,0 +1,156 @@
+// Chip and system configuration: plain data, validated once by the loader
+// (common/config_loader.h). Each simulator module takes only its own struct.
+// The YAML tree mirrors this object tree; every field is declared, with unit,
+// default, range and documentation, in common/params.def.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tpusim {
+
+struct MxuRates {
+  // Multiplier of the bf16 MAC rate per dtype; 0 = dtype not supported.
+  double bf16 = 1.0;
+  double f32 = 0.0;
+  double int8 = 0.0;
+  double fp8 = 0.0;
+  double int4 = 0.0;
+};
+
+struct MxuConfig {
+  std::int64_t count = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::string dataflow;  // ws | os | is
+  bool double_buffered_weights = true;
+  std::int64_t weight_load_rows_per_cycle = 1;
+  std::int64_t drain_extra_cycles = 0;
+  MxuRates rate;
+};
+
+struct VpuLatency {
+  std::int64_t alu = 0;
+  std::int64_t mul = 0;
+  std::int64_t div = 0;
+  std::int64_t convert = 0;
+  std::int64_t compare = 0;
+};
+
+struct VpuConfig {
+  std::int64_t sublanes = 0;
+  std::int64_t lanes = 0;
+  std::int64_t alus_per_lane = 0;
+  std::int64_t vregs = 0;
+  std::int64_t vreg_loads_per_cycle = 0;
+  std::int64_t vreg_stores_per_cycle = 0;
+  VpuLatency latency;
+};
+
+struct EupConfig {
+  double vregs_per_cycle = 0;
+  std::int64_t latency = 0;
+};
+
+struct XluConfig {
+  std::int64_t count = 0;
+  double vregs_per_cycle = 0;
+  std::int64_t latency = 0;
+};
+
+struct VmemConfig {
+  double capacity = 0;  // bytes
+  std::int64_t banks = 0;
+  std::int64_t ports = 0;
+  double bytes_per_cycle = 0;
+};
+
+struct SmemConfig {
+  double capacity = 0;  // bytes
+};
+
+struct SequencerConfig {
+  std::int64_t issue_width = 0;
+  std::int64_t dispatch_latency = 0;
+};
+
+struct DmaConfig {
+  std::int64_t engines = 0;
+  std::int64_t outstanding = 0;
+  double chunk = 0;  // bytes
+};
+
+struct CoreConfig {
+  MxuConfig mxu;
+  VpuConfig vpu;
+  EupConfig eup;
+  XluConfig xlu;
+  VmemConfig vmem;
+  SmemConfig smem;
+  SequencerConfig sequencer;
+  DmaConfig dma;
+};
+
+struct HbmConfig {
+  double capacity = 0;   // bytes
+  double bandwidth = 0;  // bytes/s, whole chip
+  std::int64_t channels = 0;
+  double latency = 0;        // seconds
+  double access_granularity = 0;  // bytes
+  double efficiency = 1.0;   // fraction of nominal bandwidth a long stream reaches
+};
+
+struct IciConfig {
+  std::int64_t links = 0;
+  double link_bandwidth = 0;  // bytes/s, one link, one direction
+  double hop_latency = 0;     // seconds
+  double link_efficiency = 1.0;
+  double packet_size = 0;     // bytes
+};
+
+struct DcnConfig {
+  double bandwidth_per_chip = 0;  // bytes/s, one direction
+  double latency = 0;             // seconds
+};
+
+struct SystemTopology {
+  std::vector<std::int64_t> topology;  // chips per axis, e.g. {4, 4}
+  std::vector<bool> wraparound;        // per axis; empty = none stated
+  bool twisted = false;
+  std::int64_t slices = 1;
+  std::optional<std::int64_t> chips;   // if stated, must equal product × slices
+};
+
+struct ChipConfig {
+  std::string name;
+  std::string description;
+  double clock = 0;  // Hz
+  std::int64_t tensorcores = 0;
+  bool megacore = false;
+  CoreConfig core;
+  HbmConfig hbm;
+  IciConfig ici;
+  DcnConfig dcn;
+  SystemTopology system;
+};
+
+// Figures derived from a chip config (no simulation): what `config show`
+// prints and what presets are checked against.
+struct DerivedFigures {
+  double peak_flops_bf16 = 0;
+  double peak_flops_f32 = 0;
+  double peak_flops_int8 = 0;
+  double peak_flops_fp8 = 0;
+  double peak_flops_int4 = 0;
+  double hbm_bytes_per_s = 0;
+  double ici_bytes_per_s_per_chip = 0;  // all links, both directions
+  double critical_intensity_flops_per_byte = 0;  // bf16 peak / HBM
+  double vpu_flops_per_s = 0;
+  std::int64_t chips = 0;
+};
+
+DerivedFigures derive(const ChipConfig& c);
+
+}  // namespace tpusim
