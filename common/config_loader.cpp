@@ -1,0 +1,548 @@
+#include "common/config_loader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <yaml-cpp/yaml.h>
+
+#include "common/params.h"
+#include "common/units.h"
+
+namespace tpusim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxExtendsDepth = 16;
+
+// Where we are while applying one YAML layer.
+struct Layer {
+  std::string file;    // shown in diagnostics
+  std::string text;    // the YAML text, for source lines
+  OriginKind kind;
+  std::string extends_base_dir;  // directory for relative `extends:` paths
+};
+
+Diagnostic at(const Layer& layer, const YAML::Mark& mark, std::string message) {
+  Diagnostic d;
+  d.file = layer.file;
+  d.message = std::move(message);
+  if (!mark.is_null() && layer.kind != OriginKind::kFlag && layer.kind != OriginKind::kDefault) {
+    d.line = mark.line + 1;
+    d.column = mark.column + 1;
+    d.source_line = std::string(line_of(layer.text, d.line));
+  }
+  return d;
+}
+
+std::string did_you_mean(std::string_view key) {
+  const auto close = closest_params(key);
+  if (close.empty()) return "; see `tpusim config describe` for the keys";
+  std::string s = "; did you mean ";
+  for (size_t i = 0; i < close.size(); ++i) {
+    if (i > 0) s += i + 1 == close.size() ? " or " : ", ";
+    s += fmt::format("'{}'", close[i]);
+  }
+  return s + "?";
+}
+
+bool is_pow2(double v) {
+  if (v < 1 || v != std::floor(v)) return false;
+  const auto u = static_cast<std::uint64_t>(v);
+  return (u & (u - 1)) == 0;
+}
+
+std::string range_text(const ParamDecl& p) {
+  if (auto dim = kind_dimension(p.kind)) {
+    return fmt::format("[{}, {}]", format_quantity(p.min, *dim), format_quantity(p.max, *dim));
+  }
+  return fmt::format("[{:g}, {:g}]", p.min, p.max);
+}
+
+// Parses a scalar for `p` into `out` (base units); returns an error message or "".
+std::string parse_numeric(const ParamDecl& p, const std::string& text, double& out) {
+  if (auto dim = kind_dimension(p.kind)) {
+    std::string err;
+    if (!parse_quantity(text, *dim, out, err)) return err;
+  } else if (!parse_number(text, out)) {
+    return fmt::format("expected a {} for '{}', got '{}'", kind_name(p.kind), p.key, text);
+  }
+  if (p.kind == ParamKind::kCount || p.kind == ParamKind::kOptCount || p.kind == ParamKind::kCountList) {
+    if (out != std::floor(out)) return fmt::format("'{}' needs an integer, got '{}'", p.key, text);
+  }
+  if (p.kind == ParamKind::kSize && out != std::floor(out)) {
+    return fmt::format("'{}' must be a whole number of bytes, got '{}'", p.key, text);
+  }
+  if (p.min != 0 || p.max != 0) {
+    if (out < p.min || out > p.max) {
+      if (out <= 0 && p.min > 0) {
+        return fmt::format("'{}' must be positive, got '{}' (allowed {})", p.key, text, range_text(p));
+      }
+      return fmt::format("'{}' = '{}' is out of range {}", p.key, text, range_text(p));
+    }
+  }
+  if (p.pow2 && !is_pow2(out)) {
+    return fmt::format("'{}' must be a power of two, got '{}'", p.key, text);
+  }
+  return {};
+}
+
+bool parse_bool(const std::string& s, bool& out) {
+  if (s == "true") { out = true; return true; }
+  if (s == "false") { out = false; return true; }
+  return false;
+}
+
+class Loader {
+ public:
+  explicit Loader(LoadedConfig& cfg) : cfg_(cfg) {}
+
+  std::vector<Diagnostic>& diagnostics() { return diags_; }
+
+  void apply_defaults() {
+    Layer layer{"<defaults>", "", OriginKind::kDefault, ""};
+    for (const auto& p : all_params()) {
+      if (p.required()) continue;
+      const YAML::Node node = YAML::Load(std::string(p.default_yaml));
+      set(p, node, layer);
+    }
+  }
+
+  // Applies a whole YAML document (after its `extends:` base).
+  void apply_document(Layer layer, int depth) {
+    if (depth > kMaxExtendsDepth) {
+      diags_.push_back(Diagnostic{layer.file, 0, 0,
+                                  fmt::format("`extends:` chain deeper than {} (a cycle?)", kMaxExtendsDepth), ""});
+      return;
+    }
+    YAML::Node root;
+    try {
+      root = YAML::Load(layer.text);
+    } catch (const YAML::Exception& e) {
+      diags_.push_back(at(layer, e.mark, fmt::format("invalid YAML: {}", e.msg)));
+      return;
+    }
+    if (root.IsNull()) return;  // an empty file changes nothing
+    if (!root.IsMap()) {
+      diags_.push_back(at(layer, root.Mark(), "a chip config must be a mapping of keys (e.g. `clock: 1.5 GHz`)"));
+      return;
+    }
+    if (const YAML::Node base = root["extends"]) {
+      if (!base.IsScalar()) {
+        diags_.push_back(at(layer, base.Mark(), "`extends:` takes a preset name or a YAML file path"));
+      } else {
+        load_base(base.Scalar(), layer, base.Mark(), depth);
+      }
+    }
+    cfg_.layers.push_back(layer.file);
+    walk(root, "", layer);
+  }
+
+  void apply_override(const std::string& arg) {
+    Layer layer{fmt::format("--set '{}'", arg), "", OriginKind::kFlag, ""};
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      diags_.push_back(Diagnostic{layer.file, 0, 0, "expected key=value, e.g. --set core.mxu.count=8", ""});
+      return;
+    }
+    const std::string key = arg.substr(0, eq);
+    const std::string value = arg.substr(eq + 1);
+    const ParamDecl* p = find_param(key);
+    if (p == nullptr) {
+      diags_.push_back(Diagnostic{layer.file, 0, 0, fmt::format("unknown key '{}'{}", key, did_you_mean(key)), ""});
+      return;
+    }
+    YAML::Node node;
+    try {
+      node = YAML::Load(value);
+    } catch (const YAML::Exception& e) {
+      diags_.push_back(Diagnostic{layer.file, 0, 0, fmt::format("cannot read value '{}': {}", value, e.msg), ""});
+      return;
+    }
+    if (!node.IsDefined() || (node.IsNull() && p->kind != ParamKind::kOptCount)) {
+      diags_.push_back(Diagnostic{layer.file, 0, 0, fmt::format("missing value for '{}'", key), ""});
+      return;
+    }
+    set(*p, node, layer);
+  }
+
+ private:
+  void load_base(const std::string& name, const Layer& from, const YAML::Mark& mark, int depth) {
+    const bool looks_like_path = name.find('/') != std::string::npos || name.ends_with(".yaml") ||
+                                 name.ends_with(".yml");
+    if (!looks_like_path) {
+      const PresetText* preset = find_preset(name);
+      if (preset == nullptr) {
+        std::string names;
+        for (const auto& pr : builtin_presets()) names += (names.empty() ? "" : ", ") + std::string(pr.name);
+        diags_.push_back(at(from, mark, fmt::format("unknown preset '{}' (presets: {})", name, names)));
+        return;
+      }
+      if (!visiting_.insert(std::string(preset->path)).second) {
+        diags_.push_back(at(from, mark, fmt::format("`extends:` cycle through preset '{}'", name)));
+        return;
+      }
+      apply_document(Layer{std::string(preset->path), std::string(preset->yaml), OriginKind::kPreset, ""}, depth + 1);
+      visiting_.erase(std::string(preset->path));
+      return;
+    }
+    fs::path path = name;
+    if (path.is_relative() && !from.extends_base_dir.empty()) path = fs::path(from.extends_base_dir) / path;
+    std::ifstream in(path);
+    if (!in) {
+      diags_.push_back(at(from, mark, fmt::format("cannot open '{}' named by `extends:`", path.string())));
+      return;
+    }
+    const std::string canon = fs::weakly_canonical(path).string();
+    if (!visiting_.insert(canon).second) {
+      diags_.push_back(at(from, mark, fmt::format("`extends:` cycle through '{}'", path.string())));
+      return;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    apply_document(Layer{path.string(), ss.str(), OriginKind::kFile, path.parent_path().string()}, depth + 1);
+    visiting_.erase(canon);
+  }
+
+  void walk(const YAML::Node& map, const std::string& prefix, const Layer& layer) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node& k = it->first;
+      const YAML::Node& v = it->second;
+      if (!k.IsScalar()) {
+        diags_.push_back(at(layer, k.Mark(), "keys must be plain names"));
+        continue;
+      }
+      const std::string key = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
+      if (!seen.insert(k.Scalar()).second) {
+        diags_.push_back(at(layer, k.Mark(), fmt::format("duplicate key '{}'", key)));
+        continue;
+      }
+      if (prefix.empty() && key == "extends") continue;  // handled first
+      if (const ParamDecl* p = find_param(key)) {
+        set(*p, v, layer);
+        continue;
+      }
+      if (v.IsMap() && is_group(key)) {
+        walk(v, key, layer);
+        continue;
+      }
+      diags_.push_back(at(layer, k.Mark(), fmt::format("unknown key '{}'{}", key, did_you_mean(key))));
+    }
+  }
+
+  // True if `key` is a proper prefix of some parameter (a YAML group).
+  static bool is_group(const std::string& key) {
+    const std::string dotted = key + ".";
+    return std::any_of(all_params().begin(), all_params().end(),
+                       [&](const ParamDecl& p) { return p.key.starts_with(dotted); });
+  }
+
+  void set(const ParamDecl& p, const YAML::Node& node, const Layer& layer) {
+    const std::size_t before = diags_.size();
+    const ParamRef ref = p.field(cfg_.chip);
+    std::visit([&](auto* field) { assign(p, node, layer, *field); }, ref);
+    if (diags_.size() == before) {
+      Origin o;
+      o.kind = layer.kind;
+      o.file = layer.file;
+      if (!node.Mark().is_null() && layer.kind != OriginKind::kFlag && layer.kind != OriginKind::kDefault) {
+        o.line = node.Mark().line + 1;
+        o.column = node.Mark().column + 1;
+      }
+      cfg_.origins[std::string(p.key)] = o;
+    }
+  }
+
+  bool scalar(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::string& out) {
+    if (!node.IsScalar()) {
+      diags_.push_back(at(layer, node.Mark(),
+                          fmt::format("'{}' takes a single {} value, not a {}", p.key, kind_name(p.kind),
+                                      node.IsSequence() ? "list" : node.IsMap() ? "mapping" : "null")));
+      return false;
+    }
+    out = node.Scalar();
+    return true;
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::string& field) {
+    std::string s;
+    if (!scalar(p, node, layer, s)) return;
+    if (p.kind == ParamKind::kEnum) {
+      std::string choices(p.choices);
+      std::vector<std::string> options;
+      std::stringstream ss(choices);
+      for (std::string c; std::getline(ss, c, '|');) options.push_back(c);
+      if (std::find(options.begin(), options.end(), s) == options.end()) {
+        diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' must be one of {}, got '{}'", p.key, p.choices, s)));
+        return;
+      }
+    }
+    field = s;
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, bool& field) {
+    std::string s;
+    if (!scalar(p, node, layer, s)) return;
+    if (!parse_bool(s, field)) {
+      diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' must be true or false, got '{}'", p.key, s)));
+    }
+  }
+
+  bool number(const ParamDecl& p, const YAML::Node& node, const Layer& layer, double& out) {
+    std::string s;
+    if (!scalar(p, node, layer, s)) return false;
+    const std::string err = parse_numeric(p, s, out);
+    if (!err.empty()) {
+      diags_.push_back(at(layer, node.Mark(), err));
+      return false;
+    }
+    return true;
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, double& field) {
+    double v = 0;
+    if (number(p, node, layer, v)) field = v;
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::int64_t& field) {
+    double v = 0;
+    if (number(p, node, layer, v)) field = static_cast<std::int64_t>(v);
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::optional<std::int64_t>& field) {
+    if (node.IsNull()) {
+      field.reset();
+      return;
+    }
+    double v = 0;
+    if (number(p, node, layer, v)) field = static_cast<std::int64_t>(v);
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::vector<std::int64_t>& field) {
+    if (!node.IsSequence()) {
+      diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' takes a list, e.g. [4, 4]", p.key)));
+      return;
+    }
+    std::vector<std::int64_t> out;
+    for (const auto& item : node) {
+      double v = 0;
+      if (!number(p, item, layer, v)) return;
+      out.push_back(static_cast<std::int64_t>(v));
+    }
+    if (out.empty()) {
+      diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' needs at least one entry", p.key)));
+      return;
+    }
+    field = std::move(out);
+  }
+
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::vector<bool>& field) {
+    if (!node.IsSequence()) {
+      diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' takes a list, e.g. [true, false]", p.key)));
+      return;
+    }
+    std::vector<bool> out;
+    for (const auto& item : node) {
+      std::string s;
+      bool b = false;
+      if (!scalar(p, item, layer, s)) return;
+      if (!parse_bool(s, b)) {
+        diags_.push_back(at(layer, item.Mark(), fmt::format("'{}' entries must be true or false, got '{}'", p.key, s)));
+        return;
+      }
+      out.push_back(b);
+    }
+    field = std::move(out);
+  }
+
+  LoadedConfig& cfg_;
+  std::vector<Diagnostic> diags_;
+  std::set<std::string> visiting_;
+};
+
+// A diagnostic pointing at where `key` was set (or at the config as a whole).
+Diagnostic at_key(const LoadedConfig& c, std::string_view key, std::string message) {
+  Diagnostic d;
+  d.message = std::move(message);
+  auto it = c.origins.find(key);
+  if (it != c.origins.end() && it->second.kind != OriginKind::kDefault) {
+    d.file = it->second.file;
+    d.line = it->second.line;
+    d.column = it->second.column;
+  } else {
+    d.file = c.layers.empty() ? std::string("<config>") : c.layers.back();
+  }
+  return d;
+}
+
+std::string origin_of(const LoadedConfig& c, std::string_view key) {
+  auto it = c.origins.find(key);
+  return it == c.origins.end() ? std::string("unset") : it->second.describe();
+}
+
+Result<LoadedConfig> finish(LoadedConfig cfg, std::vector<Diagnostic> diags) {
+  if (diags.empty()) {
+    for (const auto& p : all_params()) {
+      if (p.required() && !cfg.origins.contains(p.key)) {
+        diags.push_back(Diagnostic{cfg.layers.empty() ? "<config>" : cfg.layers.back(), 0, 0,
+                                   fmt::format("required key '{}' ({}) is not set by the file or its presets: {}",
+                                               p.key, kind_name(p.kind), p.doc),
+                                   ""});
+      }
+    }
+  }
+  if (diags.empty()) diags = validate_config(cfg);
+  if (!diags.empty()) return diags;
+  return cfg;
+}
+
+std::string read_file(const std::string& path, bool& ok) {
+  std::ifstream in(path, std::ios::binary);
+  ok = static_cast<bool>(in);
+  std::stringstream ss;
+  if (ok) ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string Origin::describe() const {
+  switch (kind) {
+    case OriginKind::kDefault: return "default";
+    case OriginKind::kPreset: return fmt::format("preset {}:{}", file, line);
+    case OriginKind::kFile: return fmt::format("{}:{}", file, line);
+    case OriginKind::kFlag: return file;
+  }
+  return "?";
+}
+
+const PresetText* find_preset(std::string_view name) {
+  for (const auto& p : builtin_presets()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+Result<LoadedConfig> load_config_text(std::string_view yaml, std::string_view file_name,
+                                      std::span<const std::string> overrides) {
+  LoadedConfig cfg;
+  Loader loader(cfg);
+  loader.apply_defaults();
+  const std::string dir = fs::path(std::string(file_name)).parent_path().string();
+  loader.apply_document(Layer{std::string(file_name), std::string(yaml), OriginKind::kFile, dir}, 0);
+  for (const auto& o : overrides) loader.apply_override(o);
+  return finish(std::move(cfg), std::move(loader.diagnostics()));
+}
+
+Result<LoadedConfig> load_config(std::string_view chip, std::span<const std::string> overrides) {
+  const std::string spec(chip);
+  const bool looks_like_path = spec.find('/') != std::string::npos || spec.ends_with(".yaml") ||
+                               spec.ends_with(".yml");
+  if (!looks_like_path) {
+    const PresetText* preset = find_preset(spec);
+    if (preset == nullptr) {
+      std::string names;
+      std::string_view best;
+      std::size_t best_d = 3;
+      for (const auto& pr : builtin_presets()) {
+        names += (names.empty() ? "" : ", ") + std::string(pr.name);
+        const std::size_t d = edit_distance(spec, pr.name);
+        if (d < best_d) { best_d = d; best = pr.name; }
+      }
+      std::string hint = best.empty() ? "" : fmt::format("; did you mean '{}'?", best);
+      return Diagnostic{"--chip", 0, 0,
+                        fmt::format("'{}' is neither a preset ({}) nor a .yaml file{}", spec, names, hint), ""};
+    }
+    LoadedConfig cfg;
+    Loader loader(cfg);
+    loader.apply_defaults();
+    loader.apply_document(Layer{std::string(preset->path), std::string(preset->yaml), OriginKind::kPreset, ""}, 0);
+    for (const auto& o : overrides) loader.apply_override(o);
+    return finish(std::move(cfg), std::move(loader.diagnostics()));
+  }
+  bool ok = false;
+  const std::string text = read_file(spec, ok);
+  if (!ok) return Diagnostic{spec, 0, 0, "cannot open chip config file", ""};
+  return load_config_text(text, spec, overrides);
+}
+
+std::vector<Diagnostic> validate_config(const LoadedConfig& c) {
+  std::vector<Diagnostic> out;
+  const ChipConfig& chip = c.chip;
+  const auto& topo = chip.system.topology;
+  const auto& wrap = chip.system.wraparound;
+  if (!wrap.empty() && wrap.size() != topo.size()) {
+    out.push_back(at_key(c, "system.wraparound",
+                         fmt::format("system.wraparound has {} entries but system.topology has {} axes",
+                                     wrap.size(), topo.size())));
+  }
+  if (topo.size() > 3) {
+    out.push_back(at_key(c, "system.topology",
+                         fmt::format("system.topology has {} axes; ICI tori have at most 3", topo.size())));
+  }
+  std::int64_t product = 1;
+  int active_axes = 0;
+  for (auto n : topo) {
+    product *= n;
+    if (n > 1) ++active_axes;
+  }
+  const std::int64_t chips = product * chip.system.slices;
+  if (chip.system.chips && *chip.system.chips != chips) {
+    out.push_back(at_key(c, "system.chips",
+                         fmt::format("system.chips = {} but the topology gives {} chips ({} per slice x {} slices)",
+                                     *chip.system.chips, chips, product, chip.system.slices)));
+  }
+  if (active_axes > 0 && chip.ici.links < 2 * active_axes) {
+    out.push_back(at_key(c, "system.topology",
+                         fmt::format("a topology with {} axes longer than 1 needs 2 ICI links per axis ({}), "
+                                     "but ici.links = {} (from {})",
+                                     active_axes, 2 * active_axes, chip.ici.links, origin_of(c, "ici.links"))));
+  }
+  if (chip.system.twisted && std::none_of(wrap.begin(), wrap.end(), [](bool b) { return b; })) {
+    out.push_back(at_key(c, "system.twisted", "a twisted torus needs at least one wrapped axis"));
+  }
+  if (chip.megacore && chip.tensorcores < 2) {
+    out.push_back(at_key(c, "megacore", "megacore needs at least 2 TensorCores"));
+  }
+  if (chip.core.mxu.weight_load_rows_per_cycle > chip.core.mxu.rows) {
+    out.push_back(at_key(c, "core.mxu.weight_load_rows_per_cycle",
+                         fmt::format("loads {} rows per cycle into an array of {} rows",
+                                     chip.core.mxu.weight_load_rows_per_cycle, chip.core.mxu.rows)));
+  }
+  const double rates = chip.core.mxu.rate.bf16 + chip.core.mxu.rate.f32 + chip.core.mxu.rate.int8 +
+                       chip.core.mxu.rate.fp8 + chip.core.mxu.rate.int4;
+  if (rates <= 0) out.push_back(at_key(c, "core.mxu.rate.bf16", "the MXU supports no dtype (every rate is 0)"));
+  if (chip.core.dma.chunk > chip.core.vmem.capacity) {
+    out.push_back(at_key(c, "core.dma.chunk", "a DMA chunk larger than VMEM"));
+  }
+  return out;
+}
+
+DerivedFigures derive(const ChipConfig& c) {
+  DerivedFigures d;
+  // Peak = TensorCores × MXUs × rows × cols MACs × 2 FLOP/MAC × clock × dtype rate.
+  const double macs_per_s = static_cast<double>(c.tensorcores) * static_cast<double>(c.core.mxu.count) *
+                            static_cast<double>(c.core.mxu.rows) * static_cast<double>(c.core.mxu.cols) * c.clock;
+  d.peak_flops_bf16 = 2 * macs_per_s * c.core.mxu.rate.bf16;
+  d.peak_flops_f32 = 2 * macs_per_s * c.core.mxu.rate.f32;
+  d.peak_flops_int8 = 2 * macs_per_s * c.core.mxu.rate.int8;
+  d.peak_flops_fp8 = 2 * macs_per_s * c.core.mxu.rate.fp8;
+  d.peak_flops_int4 = 2 * macs_per_s * c.core.mxu.rate.int4;
+  d.hbm_bytes_per_s = c.hbm.bandwidth;
+  d.ici_bytes_per_s_per_chip = static_cast<double>(c.ici.links) * c.ici.link_bandwidth * 2;
+  d.critical_intensity_flops_per_byte = c.hbm.bandwidth > 0 ? d.peak_flops_bf16 / c.hbm.bandwidth : 0;
+  // VPU: every ALU of every (sublane, lane) does one FLOP per cycle.
+  d.vpu_flops_per_s = static_cast<double>(c.tensorcores) * static_cast<double>(c.core.vpu.sublanes) *
+                      static_cast<double>(c.core.vpu.lanes) * static_cast<double>(c.core.vpu.alus_per_lane) * c.clock;
+  std::int64_t product = 1;
+  for (auto n : c.system.topology) product *= n;
+  d.chips = product * c.system.slices;
+  return d;
+}
+
+}  // namespace tpusim

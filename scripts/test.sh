@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole tpusim test suite:
+#   1. Debug build with -Wall -Wextra -Wpedantic -Werror, every test through ctest;
+#   2. ASan+UBSan build, the unit tests again.
+# Usage: scripts/test.sh            (CI runs this through .ci/run)
+#        SKIP_SANITIZE=1 scripts/test.sh   (local quick run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+JOBS=${JOBS:-$(nproc)}
+export CTEST_OUTPUT_ON_FAILURE=1
+
+echo "== debug build (warnings are errors)"
+cmake -S . -B build/debug -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_WERROR=ON -DTPUSIM_BUILD_BENCH=ON >/dev/null
+cmake --build build/debug -j "$JOBS"
+echo "== ctest (debug)"
+ctest --test-dir build/debug --output-on-failure -j "$JOBS" --timeout 600
+
+if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
+  echo "== ASan+UBSan build"
+  cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_WERROR=ON -DTPUSIM_SANITIZE=ON \
+        -DTPUSIM_BUILD_BENCH=OFF >/dev/null
+  cmake --build build/asan -j "$JOBS"
+  echo "== ctest (ASan+UBSan, unit tests)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build/asan --output-on-failure -j "$JOBS" -L unit --timeout 900
+fi
+
+if [ -x scripts/fuzz.sh ] && [ "${SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== fuzz (bounded)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/fuzz.sh
+fi
+echo "== all tests passed"

@@ -1,0 +1,142 @@
+#include "sim/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <functional>
+#include <iostream>
+
+#include "sim/cli/config_command.h"
+
+namespace tpusim::cli {
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success; 1 simulation or validation failure; 2 usage error or bad input "
+    "(HLO, assembly, YAML, flags).";
+
+void add_common_options(CLI::App& app, CommonOptions& o, bool needs_chip = true) {
+  if (needs_chip) {
+    app.add_option("--chip", o.chip, "Chip preset (v4, v5e, v5p, v6e, v7) or a chip YAML file")
+        ->capture_default_str();
+    app.add_option("--set", o.overrides,
+                   "Override one config key, e.g. --set core.mxu.count=8 (repeatable; typed and "
+                   "validated like the YAML)")
+        ->type_name("KEY=VALUE");
+  }
+  app.add_option("--out", o.out_dir, "Directory to write the report and stats files into")->type_name("DIR");
+  app.add_option("--format", o.format, "Output format")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, Format>{{"text", Format::kText}, {"json", Format::kJson}, {"csv", Format::kCsv}},
+          CLI::ignore_case))
+      ->default_str("text");
+  app.add_flag_function("-v,--verbose", [&o](std::int64_t n) { o.verbosity += static_cast<int>(n); },
+                        "More detail (repeatable)");
+  app.add_flag_function("-q,--quiet", [&o](std::int64_t) { o.verbosity = -1; }, "Only errors and the result");
+}
+
+// A subcommand whose implementation has not landed: it says so and exits 2.
+std::function<int()> not_built(std::string name, int issue, std::ostream& err) {
+  return [name = std::move(name), issue, &err]() {
+    err << fmt::format(
+        "tpusim {}: not implemented in this build yet (tracked in issue {}); nothing was run.\n", name, issue);
+    return static_cast<int>(kUsageError);
+  };
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "tpusim: a cycle-approximate TPU architecture simulator.\n"
+      "Reads XLA HLO or tpusim assembly, runs it on a configurable TPU-like chip, and reports where time goes."};
+  app.name("tpusim");
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION);
+  app.require_subcommand(1);
+
+  CommonOptions opt;
+  std::function<int()> action;
+  std::string input;
+
+  auto* run_cmd = app.add_subcommand("run", "Compile (HLO) or assemble (.tasm) a program and simulate it");
+  run_cmd->add_option("input", input, "model.hlo or prog.tasm")->required();
+  add_common_options(*run_cmd, opt);
+  run_cmd->callback([&] { action = not_built("run", 5, err); });
+
+  auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
+  analyze->add_option("input", input, "model.hlo")->required();
+  add_common_options(*analyze, opt);
+  analyze->callback([&] { action = not_built("analyze", 4, err); });
+
+  auto* lower = app.add_subcommand("lower", "Compile an HLO module to tpusim assembly");
+  lower->add_option("input", input, "model.hlo")->required();
+  add_common_options(*lower, opt);
+  lower->callback([&] { action = not_built("lower", 6, err); });
+
+  auto* check = app.add_subcommand("check", "Verify an assembly program (bounds, hazards, deadlocks)");
+  check->add_option("input", input, "prog.tasm")->required();
+  add_common_options(*check, opt);
+  check->callback([&] { action = not_built("check", 5, err); });
+
+  auto* sweep = app.add_subcommand("sweep", "Run a design-space sweep from a YAML spec");
+  sweep->add_option("spec", input, "sweep.yaml")->required();
+  add_common_options(*sweep, opt, false);
+  sweep->callback([&] { action = not_built("sweep", 8, err); });
+
+  auto* validate = app.add_subcommand("validate", "Compare tpusim against reference data (systolic, collective, step, roofline)");
+  std::string kind;
+  validate->add_option("kind", kind, "systolic | collective | step | roofline")->required();
+  validate->add_option("file", input, "reference CSV")->required();
+  add_common_options(*validate, opt, false);
+  validate->callback([&] { action = not_built("validate " + kind, 9, err); });
+
+  auto* compare = app.add_subcommand("compare", "Compare two HLO modules on the same chip");
+  std::vector<std::string> pair;
+  compare->add_option("inputs", pair, "a.hlo b.hlo")->expected(2)->required();
+  add_common_options(*compare, opt);
+  compare->callback([&] { action = not_built("compare", 6, err); });
+
+  auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
+  scale->add_option("input", input, "model.hlo")->required();
+  add_common_options(*scale, opt);
+  scale->callback([&] { action = not_built("scale", 7, err); });
+
+  auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");
+  config->require_subcommand(1);
+  auto* show = config->add_subcommand("show", "Print the effective config, where each value came from, and derived peaks");
+  add_common_options(*show, opt);
+  show->callback([&] { action = [&] { return config_show(opt, out, err); }; });
+  auto* describe = config->add_subcommand("describe", "List every config key with its unit, default, range and meaning");
+  add_common_options(*describe, opt, false);
+  describe->callback([&] { action = [&] { return config_describe(opt, out); }; });
+  auto* docs = config->add_subcommand("docs", "Print docs/config.md (the Markdown key reference)");
+  docs->callback([&] {
+    action = [&] {
+      out << config_reference_markdown();
+      return static_cast<int>(kOk);
+    };
+  });
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e, out, err);
+    return kUsageError;
+  }
+  if (!action) return kUsageError;
+  return action();
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return run(args, std::cout, std::cerr);
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,3 @@
+#include "sim/cli/cli.h"
+
+int main(int argc, char** argv) { return tpusim::cli::run(argc, argv); }
