@@ -1,0 +1,78 @@
+#include "sim/trace.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+namespace tpusim {
+namespace {
+std::string json_quote(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+}  // namespace
+
+TraceWriter::TraceWriter(std::ostream& out, double merge_gap_s) : out_(out), merge_gap_s_(merge_gap_s) {
+  out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+}
+
+TraceWriter::~TraceWriter() { finish(); }
+
+int TraceWriter::pid_of(std::string_view process) {
+  for (size_t i = 0; i < processes_.size(); ++i) {
+    if (processes_[i] == process) return static_cast<int>(i);
+  }
+  processes_.emplace_back(process);
+  const int pid = static_cast<int>(processes_.size() - 1);
+  out_ << (first_ ? "" : ",\n")
+       << fmt::format("{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"tid\":0,\"args\":{{\"name\":{}}}}}", pid,
+                      json_quote(process));
+  first_ = false;
+  return pid;
+}
+
+int TraceWriter::track(std::string_view process, std::string_view thread) {
+  const int pid = pid_of(process);
+  const int tid = static_cast<int>(track_pid_.size());
+  track_pid_.push_back(pid);
+  open_.emplace_back();
+  out_ << ",\n"
+       << fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid,
+                      tid, json_quote(thread));
+  return tid;
+}
+
+void TraceWriter::emit(int track, const Open& s) {
+  // Chrome trace timestamps are microseconds.
+  out_ << (first_ ? "" : ",\n")
+       << fmt::format("{{\"ph\":\"X\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f}", json_quote(s.name),
+                      track_pid_[static_cast<size_t>(track)], track, s.start * 1e6, (s.end - s.start) * 1e6);
+  if (s.count > 1) out_ << fmt::format(",\"args\":{{\"instructions\":{}}}", s.count);
+  out_ << "}";
+  first_ = false;
+  ++events_;
+}
+
+void TraceWriter::slice(int track, std::string_view name, double start_s, double end_s) {
+  if (finished_ || track < 0 || static_cast<size_t>(track) >= open_.size()) return;
+  Open& o = open_[static_cast<size_t>(track)];
+  if (o.count > 0 && o.name == name && start_s - o.end <= merge_gap_s_) {
+    o.end = std::max(o.end, end_s);
+    ++o.count;
+    return;
+  }
+  if (o.count > 0) emit(track, o);
+  o.name = name;
+  o.start = start_s;
+  o.end = end_s;
+  o.count = 1;
+}
+
+void TraceWriter::finish() {
+  if (finished_) return;
+  for (size_t t = 0; t < open_.size(); ++t) {
+    if (open_[t].count > 0) emit(static_cast<int>(t), open_[t]);
+  }
+  out_ << "\n]}\n";
+  out_.flush();
+  finished_ = true;
+}
+
+}  // namespace tpusim

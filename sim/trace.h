@@ -1,0 +1,53 @@
+// Chrome / Perfetto trace-event JSON writer ("X" complete events, one track
+// per unit). Slices are streamed to the output as they close, so memory is
+// O(tracks), not O(instructions). Consecutive slices on one track with the
+// same name (provenance) whose gap is at most `merge_gap_s` are merged into one
+// slice carrying a count, which keeps a million-instruction run small.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tpusim {
+
+class TraceWriter {
+ public:
+  explicit TraceWriter(std::ostream& out, double merge_gap_s = 0.0);
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+  ~TraceWriter();
+
+  // A track (thread) `thread` inside process `process` (e.g. "chip0", "core0.mxu1").
+  int track(std::string_view process, std::string_view thread);
+  // A slice [start_s, end_s) on `track`; times are simulated seconds and must
+  // not go backwards on one track.
+  void slice(int track, std::string_view name, double start_s, double end_s);
+  // Flushes open slices and closes the JSON document (also done by the destructor).
+  void finish();
+
+  [[nodiscard]] std::uint64_t events_written() const { return events_; }
+
+ private:
+  struct Open {
+    std::string name;
+    double start = 0;
+    double end = 0;
+    std::uint64_t count = 0;
+  };
+  void emit(int track, const Open& s);
+  int pid_of(std::string_view process);
+
+  std::ostream& out_;
+  double merge_gap_s_;
+  bool first_ = true;
+  bool finished_ = false;
+  std::uint64_t events_ = 0;
+  std::vector<std::string> processes_;
+  std::vector<int> track_pid_;
+  std::vector<Open> open_;
+};
+
+}  // namespace tpusim
