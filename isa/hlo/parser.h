@@ -1,0 +1,44 @@
+// HLO text parser: a recursive-descent parser over the lexer (lexer.h) for
+// the full XLA HLO text grammar. A file may hold several modules separated
+// by `// -----` lines; each is parsed, and reported on, on its own.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/diagnostic.h"
+#include "isa/hlo/ir.h"
+
+namespace tpusim::hlo {
+
+struct ParseOptions {
+  // Run the shape checks (verifier.h) after parsing; a stated shape that
+  // disagrees with the one inferred from the operands is an error.
+  bool verify_shapes = true;
+};
+
+struct ParsedFile {
+  std::shared_ptr<const SourceFile> source;
+  // One entry per module (per `// -----` section that holds one), in order.
+  std::vector<Result<std::unique_ptr<Module>>> modules;
+
+  bool ok() const;
+  std::vector<Diagnostic> errors() const;  // all modules' errors
+};
+
+// Parses every module in `text`. An empty file (or only comments) yields one
+// error ("expected 'HloModule'").
+ParsedFile parse_hlo(std::string text, std::string file_name = "<input>",
+                     const ParseOptions& options = {});
+// Reads and parses a file; an unreadable file is one error entry.
+ParsedFile parse_hlo_file(const std::string& path, const ParseOptions& options = {});
+// Exactly one module expected (the first of several is an error).
+Result<std::unique_ptr<Module>> parse_hlo_module(std::string text, std::string file_name = "<input>",
+                                                 const ParseOptions& options = {});
+
+// Byte ranges of the `// -----`-separated sections of `text` (exposed for tests).
+std::vector<std::pair<std::uint32_t, std::uint32_t>> split_modules(std::string_view text);
+
+}  // namespace tpusim::hlo

@@ -1,0 +1,98 @@
+#include "isa/hlo/verifier.h"
+
+#include "isa/hlo/shape_inference.h"
+#include "isa/hlo/source.h"
+
+namespace tpusim::hlo {
+namespace {
+
+// Same structure and dimensions; element types too when `types` is set.
+// Layouts and dynamic-ness are not compared (a bounded dim states its bound).
+bool agrees(const Shape& stated, const Shape& inferred, bool types) {
+  if (stated.is_tuple() != inferred.is_tuple()) return false;
+  if (stated.is_tuple()) {
+    if (stated.tuple_elements().size() != inferred.tuple_elements().size()) return false;
+    for (std::size_t i = 0; i < stated.tuple_elements().size(); ++i)
+      if (!agrees(stated.tuple_elements()[i], inferred.tuple_elements()[i], types)) return false;
+    return true;
+  }
+  if (types && stated.element_type() != inferred.element_type()) return false;
+  return stated.dims() == inferred.dims();
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Module& m) : m_(m) {}
+
+  std::vector<Diagnostic> run() {
+    for (const Computation* c : m_.computations()) {
+      check_signature(*c);
+      for (const Instruction* i : c->instructions()) check(*i);
+    }
+    return std::move(errors_);
+  }
+
+ private:
+  void report(std::uint32_t offset, std::string message) {
+    errors_.push_back(make_diagnostic(m_.source().name, m_.source().text, offset, std::move(message)));
+  }
+
+  void check_signature(const Computation& c) {
+    if (!c.has_signature()) return;
+    const auto& params = c.parameters();
+    if (c.signature_params().size() != params.size()) {
+      report(c.offset(), "computation '%" + std::string(c.name()) + "' declares " +
+                             std::to_string(c.signature_params().size()) + " parameters in its signature but has " +
+                             std::to_string(params.size()) + " parameter instructions");
+      return;
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Shape& declared = *c.signature_params()[i].shape;
+      if (!declared.compatible(params[i]->shape()))
+        report(params[i]->offset(), "parameter " + std::to_string(i) + " of '%" + std::string(c.name()) +
+                                        "' has shape " + params[i]->shape().to_string(false) +
+                                        " but the signature declares " + declared.to_string(false));
+    }
+    if (c.signature_result() && c.root() && !c.signature_result()->compatible(c.root()->shape()))
+      report(c.root()->offset(), "root of '%" + std::string(c.name()) + "' has shape " +
+                                     c.root()->shape().to_string(false) + " but the signature declares " +
+                                     c.signature_result()->to_string(false));
+  }
+
+  void check(const Instruction& inst) {
+    const int arity = opcode_arity(inst.opcode());
+    const OpCategory cat = opcode_category(inst.opcode());
+    const bool fixed = cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary ||
+                       cat == OpCategory::kElementwiseTernary || inst.opcode() == Opcode::kGetTupleElement ||
+                       inst.opcode() == Opcode::kReshape || inst.opcode() == Opcode::kTranspose ||
+                       inst.opcode() == Opcode::kBroadcast || inst.opcode() == Opcode::kConvolution;
+    if (fixed && arity >= 0 && inst.operand_count() != static_cast<std::size_t>(arity)) {
+      report(inst.offset(), std::string(inst.opcode_text()) + " takes " + std::to_string(arity) +
+                                " operand(s) but '%" + std::string(inst.name()) + "' has " +
+                                std::to_string(inst.operand_count()));
+      return;
+    }
+    InferredShape inferred = infer_shape(inst);
+    if (!inferred.error.empty()) {
+      report(inst.offset(), "'%" + std::string(inst.name()) + "' (" + std::string(inst.opcode_text()) +
+                                "): " + inferred.error);
+      return;
+    }
+    if (inferred.shape && !agrees(inst.shape(), *inferred.shape, inferred.element_type_known)) {
+      report(inst.offset(), "shape mismatch for '%" + std::string(inst.name()) + "' (" +
+                                std::string(inst.opcode_text()) + "): the instruction states " +
+                                inst.shape().to_string(false) + " but its operands imply " +
+                                inferred.shape->to_string(false) +
+                                (inferred.element_type_known ? "" : " (element type not compared)"));
+    }
+  }
+
+  const Module& m_;
+  std::vector<Diagnostic> errors_;
+};
+
+}  // namespace
+
+std::vector<Diagnostic> verify_module(const Module& module) { return Verifier(module).run(); }
+
+}  // namespace tpusim::hlo
