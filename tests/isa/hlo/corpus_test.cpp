@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 #include "isa/hlo/printer.h"
 
@@ -102,6 +103,27 @@ TEST(HloCorpus, EveryModuleRoundTrips) {
   }
 }
 
+
+TEST(HloCorpus, EveryModuleAnalyzes) {
+  const auto files = corpus_files();
+  SKIP_IF_NO_CORPUS(files);
+  const RooflineRates rates = RooflineRates::example_chip();
+  int analyzed = 0;
+  for (const fs::path& f : files) {
+    ParsedFile parsed = parse_hlo_file(f.string(), ParseOptions{.verify_shapes = false});
+    for (const auto& m : parsed.modules) {
+      ASSERT_TRUE(m.ok()) << format_all(m.errors());
+      const RooflineReport r = roofline(*m.value(), rates);
+      EXPECT_GE(r.total.flops, 0.0) << f;
+      EXPECT_GE(r.total.bound_time_s, 0.0) << f;
+      EXPECT_FALSE(render_json(r).empty());
+      EXPECT_FALSE(render_csv(r).empty());
+      EXPECT_FALSE(render_text(r).empty());
+      ++analyzed;
+    }
+  }
+  EXPECT_EQ(analyzed, 342);
+}
 
 }  // namespace
 }  // namespace tpusim::hlo
