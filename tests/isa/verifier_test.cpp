@@ -1,0 +1,235 @@
+// Verifier: one test per error kind, plus the shipped examples.
+#include "isa/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "isa/assembler.h"
+
+namespace tpusim::isa {
+namespace {
+
+// A v5e-like core, written out so the test does not depend on presets:
+// 4 MXUs of 128x128 taking bf16 and int8 (no fp8, no f32), 8x128 vregs,
+// 128 MiB VMEM.
+ChipConfig test_chip() {
+  ChipConfig c;
+  c.name = "test-chip";
+  c.clock = 1.5e9;
+  c.tensorcores = 1;
+  c.core.mxu = MxuConfig{4, 128, 128, "ws", true, 1, 0, MxuRates{1.0, 0.0, 2.0, 0.0, 0.0}};
+  c.core.vpu.sublanes = 8;
+  c.core.vpu.lanes = 128;
+  c.core.vpu.alus_per_lane = 4;
+  c.core.vpu.vregs = 32;
+  c.core.vpu.vreg_loads_per_cycle = 1;
+  c.core.vpu.vreg_stores_per_cycle = 1;
+  c.core.vmem.capacity = 128.0 * 1024 * 1024;
+  c.core.vmem.banks = 32;
+  c.core.vmem.ports = 4;
+  c.core.vmem.bytes_per_cycle = 4096;
+  c.core.smem.capacity = 1024 * 1024;
+  c.hbm.capacity = 16e9;
+  return c;
+}
+
+VerifyReport check(const std::string& text) {
+  auto prog = assemble(text, "t.tasm");
+  EXPECT_TRUE(prog.ok()) << (prog.ok() ? "" : format_all(prog.errors()));
+  if (!prog.ok()) return {};
+  return verify(*prog, test_chip(), text);
+}
+
+std::string dump(const VerifyReport& r) { return format_all(r.diagnostics()); }
+
+const char* kHeader = R"(.buffer x  hbm  bf16 [256, 128]
+.buffer w  hbm  bf16 [128, 128]
+.buffer xv vmem bf16 [256, 128] offset=0
+.buffer wv vmem bf16 [128, 128] offset=65536
+.buffer yv vmem f32  [256, 128] offset=98304
+.semaphore s
+)";
+
+TEST(Verifier, AcceptsALegalMatmul) {
+  const auto r = check(std::string(kHeader) + R"(dma.start dst=xv src=x sem=s
+dma.start dst=wv src=w sem=s
+sem.wait sem=s count=2
+mxu.load_weights src=wv
+mxu.matmul lhs=xv mode=overwrite
+mxu.pop dst=yv
+)");
+  EXPECT_TRUE(r.ok()) << dump(r);
+  EXPECT_EQ(r.summary.instructions, 6u);
+  // Live ranges: xv [dma, matmul], wv [dma, load], yv [pop]. Peak VMEM is
+  // max(xv 64 KiB + wv 32 KiB, yv 128 KiB) = 128 KiB.
+  EXPECT_EQ(r.summary.peak_vmem_bytes, 131072);
+  EXPECT_NE(r.format_summary().find("ok: 6 instructions"), std::string::npos) << r.format_summary();
+}
+
+TEST(Verifier, ReportsOutOfBoundsTiles) {
+  const auto r = check(std::string(kHeader) + "vpu.copy dst=yv a=yv[0:264, 0:128]\n");
+  ASSERT_EQ(r.count(VerifyError::kOutOfBounds), 1u) << dump(r);
+  EXPECT_EQ(r.issues[0].diagnostic.line, 7);
+  EXPECT_NE(r.issues[0].diagnostic.message.find("outside buffer yv (256 x 128)"), std::string::npos);
+}
+
+TEST(Verifier, ReportsMisalignedVmemTiles) {
+  // f32 tiles are (8, 128): rows 4:12 start mid-tile. bf16 tiles are (16, 128):
+  // rows 8:24 start mid-tile too. Rows 0:8 of f32 and the buffer's edge are fine.
+  const auto r = check(std::string(kHeader) +
+                       "vpu.copy dst=yv[4:12, 0:128] a=yv[0:8, 0:128]\n"
+                       "vpu.copy dst=xv[8:24, 0:128] a=xv[16:32, 0:128]\n"
+                       "vpu.copy dst=yv[248:256, 0:128] a=yv[0:8, 0:128]\n");
+  EXPECT_EQ(r.count(VerifyError::kMisaligned), 2u) << dump(r);
+  EXPECT_EQ(r.issues.size(), 2u) << dump(r);
+}
+
+TEST(Verifier, ReportsMisalignedVmemBufferOffset) {
+  const auto r = check(".buffer a vmem f32 [8, 128] offset=100\nvpu.copy dst=a a=a\n");
+  EXPECT_EQ(r.count(VerifyError::kMisaligned), 1u) << dump(r);
+}
+
+TEST(Verifier, ReportsVmemCapacityExceededByLiveBuffers) {
+  // Two 96 MiB buffers without fixed offsets, live at the same time: 192 MiB
+  // of a 128 MiB VMEM. Used one after the other instead, they fit.
+  const std::string decl =
+      ".buffer a vmem f32 [24576, 1024]\n.buffer b vmem f32 [24576, 1024]\n";
+  auto r = check(decl + "vpu.copy dst=b a=a\n");
+  ASSERT_EQ(r.count(VerifyError::kCapacity), 1u) << dump(r);
+  EXPECT_NE(r.issues[0].diagnostic.message.find("a, b"), std::string::npos) << dump(r);
+  r = check(decl + "vpu.copy dst=a a=a\nvpu.copy dst=b a=b\n");
+  EXPECT_TRUE(r.ok()) << dump(r);
+}
+
+TEST(Verifier, ReportsBufferPastCapacityAndLiveOverlap) {
+  const auto r = check(
+      ".buffer a vmem f32 [8, 128] offset=134213632\n"  // 128 MiB - 4 KiB: its 4 KiB fit
+      ".buffer b vmem f32 [16, 128] offset=134213632\n"  // 8 KiB: ends past the end
+      ".buffer c vmem f32 [8, 128] offset=134213632\n"   // same place as a
+      "vpu.copy dst=c a=a\n");
+  EXPECT_EQ(r.count(VerifyError::kCapacity), 2u) << dump(r);  // b past the end; a/c overlap
+}
+
+TEST(Verifier, ReportsReadOfUnwaitedDma) {
+  auto r = check(std::string(kHeader) + R"(dma.start dst=wv src=w sem=s
+mxu.load_weights src=wv
+sem.wait sem=s
+)");
+  ASSERT_EQ(r.count(VerifyError::kUnwaitedDma), 1u) << dump(r);
+  EXPECT_EQ(r.issues[0].diagnostic.line, 8);
+  EXPECT_NE(r.issues[0].diagnostic.message.find("line 7"), std::string::npos) << dump(r);
+  // A barrier also completes it.
+  r = check(std::string(kHeader) + "dma.start dst=wv src=w sem=s\nbarrier\nmxu.load_weights src=wv\n");
+  EXPECT_EQ(r.count(VerifyError::kUnwaitedDma), 0u) << dump(r);
+}
+
+TEST(Verifier, ReportsOverwriteOfDmaSourceAndLoopCarriedHazards) {
+  // Writing the DMA's source while it runs (WAR).
+  auto r = check(std::string(kHeader) + "dma.start dst=x src=xv sem=s\nvpu.copy dst=xv a=xv\nsem.wait sem=s\n");
+  EXPECT_EQ(r.count(VerifyError::kUnwaitedDma), 1u) << dump(r);
+  // Loop-carried: iteration 1 starts a DMA into xv that only the wait after
+  // the loop completes; iteration 2 reads xv while it may still run. Only
+  // visible because the verifier runs repeat bodies twice.
+  r = check(std::string(kHeader) +
+            "repeat count=4\nvpu.copy dst=wv a=xv[0:128, 0:128]\n"
+            "dma.start dst=xv src=x sem=s\nend\nsem.wait sem=s count=4\n");
+  ASSERT_GE(r.count(VerifyError::kUnwaitedDma), 1u) << dump(r);
+  EXPECT_EQ(r.issues[0].diagnostic.line, 8) << dump(r);
+  // The 2 iterations not analysed still signal: the wait for 4 is satisfied.
+  EXPECT_EQ(r.count(VerifyError::kDeadlock), 0u) << dump(r);
+  // A loop that waits more than it signals runs dry.
+  r = check(std::string(kHeader) + "sem.signal sem=s count=3\nrepeat count=5\nsem.wait sem=s\nend\n");
+  EXPECT_EQ(r.count(VerifyError::kDeadlock), 1u) << dump(r);
+}
+
+TEST(Verifier, ReportsDeadlockOnUnsignalledSemaphore) {
+  auto r = check(std::string(kHeader) + ".semaphore never\nsem.wait sem=never\n");
+  ASSERT_EQ(r.count(VerifyError::kDeadlock), 1u) << dump(r);
+  EXPECT_NE(r.issues[0].diagnostic.message.find("no instruction ever signals"), std::string::npos);
+  // Signalled, but only after the wait: in-order issue can never get there.
+  r = check(std::string(kHeader) + "dma.start dst=xv src=x sem=s\nsem.wait sem=s count=2\n"
+                                   "dma.start dst=wv src=w sem=s\n");
+  ASSERT_EQ(r.count(VerifyError::kDeadlock), 1u) << dump(r);
+  EXPECT_NE(r.issues[0].diagnostic.message.find("needs 2 signal(s) but at most 1"), std::string::npos);
+  // An initial value satisfies a wait.
+  r = check(".semaphore go init=1\nsem.wait sem=go\n");
+  EXPECT_TRUE(r.ok()) << dump(r);
+}
+
+TEST(Verifier, ReportsMatmulWithoutWeightsAndPopWithoutResults) {
+  auto r = check(std::string(kHeader) + "mxu.matmul lhs=xv\nmxu.pop dst=yv mxu=1\n");
+  EXPECT_EQ(r.count(VerifyError::kMxuNoWeights), 2u) << dump(r);
+  // Weights loaded on MXU 0 do not help MXU 2.
+  r = check(std::string(kHeader) + "mxu.load_weights src=wv\nmxu.matmul mxu=2 lhs=xv\n");
+  EXPECT_EQ(r.count(VerifyError::kMxuNoWeights), 1u) << dump(r);
+}
+
+TEST(Verifier, ReportsDtypeTheMxuDoesNotSupport) {
+  const auto r = check(".buffer w vmem f8e4m3 [128, 128]\n.buffer l vmem f32 [128, 128]\n"
+                       "mxu.load_weights src=w\nmxu.matmul lhs=l\n");
+  EXPECT_EQ(r.count(VerifyError::kMxuDtype), 2u) << dump(r);  // fp8 weights, f32 lhs
+  EXPECT_NE(r.issues[0].diagnostic.message.find("test-chip"), std::string::npos);
+}
+
+TEST(Verifier, ReportsOperandRuleViolations) {
+  const auto r = check(std::string(kHeader) +
+                       "mxu.load_weights src=xv\n"              // 256 x 128 > 128 x 128
+                       "mxu.matmul lhs=x mxu=7\n"               // HBM operand, no MXU 7
+                       "vpu.fma dst=yv a=yv\n"                  // fma needs 3 inputs
+                       "xlu.transpose dst=yv src=yv\n"          // 256x128 -> 128x256 expected
+                       "dma.start dst=yv src=x sem=s\n");       // dtype differs
+  EXPECT_GE(r.count(VerifyError::kOperand), 5u) << dump(r);
+  EXPECT_EQ(r.issues.size(), r.count(VerifyError::kOperand) + r.count(VerifyError::kUnwaitedDma))
+      << dump(r);
+}
+
+TEST(Verifier, DiagnosticsCarryFileLineColumnAndSource) {
+  const auto r = check(std::string(kHeader) + "  mxu.matmul lhs=xv\n");
+  ASSERT_EQ(r.issues.size(), 1u);
+  const Diagnostic& d = r.issues[0].diagnostic;
+  EXPECT_EQ(d.file, "t.tasm");
+  EXPECT_EQ(d.line, 7);
+  EXPECT_EQ(d.column, 3);
+  EXPECT_EQ(d.source_line, "  mxu.matmul lhs=xv");
+  EXPECT_NE(d.format().find("t.tasm:7:3"), std::string::npos) << d.format();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(VerifierExamples, ShippedProgramsAreLegal) {
+  for (const char* name : {"matmul", "matmul_bias_gelu", "layernorm"}) {
+    const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/" + name + ".tasm";
+    const std::string text = read(path);
+    ASSERT_FALSE(text.empty()) << path;
+    auto prog = assemble(text, path);
+    ASSERT_TRUE(prog.ok()) << format_all(prog.errors());
+    const auto r = verify(*prog, test_chip(), text);
+    EXPECT_TRUE(r.ok()) << name << "\n" << dump(r);
+  }
+}
+
+TEST(VerifierExamples, BrokenProgramReportsEveryKind) {
+  const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/broken.tasm";
+  const std::string text = read(path);
+  auto prog = assemble(text, path);
+  ASSERT_TRUE(prog.ok()) << format_all(prog.errors());
+  const auto r = verify(*prog, test_chip(), text);
+  for (const VerifyError k : {VerifyError::kOutOfBounds, VerifyError::kMisaligned,
+                              VerifyError::kCapacity, VerifyError::kUnwaitedDma,
+                              VerifyError::kDeadlock, VerifyError::kMxuNoWeights,
+                              VerifyError::kMxuDtype}) {
+    EXPECT_GE(r.count(k), 1u) << name(k) << "\n" << dump(r);
+  }
+  EXPECT_EQ(r.count(VerifyError::kOperand), 0u) << dump(r);
+}
+
+}  // namespace
+}  // namespace tpusim::isa
