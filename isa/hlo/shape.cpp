@@ -136,8 +136,9 @@ void Shape::append_to(std::string& out, bool print_layout) const {
   const bool extras = !l.tiles.empty() || l.element_size_bits != 0 || l.memory_space != 0;
   if (extras) {
     out += ':';
+    if (!l.tiles.empty()) out += 'T';  // one T, then each tile: T(8,128)(2,1)
     for (const Tile& t : l.tiles) {
-      out += "T(";
+      out += '(';
       for (std::size_t i = 0; i < t.dims.size(); ++i) {
         if (i) out += ',';
         if (t.dims[i] == kCombinedTileDim)
