@@ -316,7 +316,8 @@ class Parser {
     inst->is_root_ = is_root;
     // The shape may be omitted (`gte = get-tuple-element(t), index=0`); it is
     // then inferred once the operands are known (finish_computation).
-    if (starts_shape(lex_) && !parse_shape(inst->shape_)) return false;
+    // `f31[2]` is a shape with a bad element type, not an omitted shape.
+    if ((starts_shape(lex_) || lex_.peek2().kind == Tok::kLBracket) && !parse_shape(inst->shape_)) return false;
     if (!parse_call(c, inst, 0)) return false;
     attr_scratch_.clear();
     call_scratch_.clear();
@@ -686,8 +687,7 @@ ParsedFile parse_hlo(std::string text, std::string file_name, const ParseOptions
     file.modules.push_back(parser.run(options));
   }
   if (file.modules.empty()) {
-    file.modules.emplace_back(make_diagnostic(src->name, src->text, static_cast<std::uint32_t>(src->text.size()),
-                                              "expected 'HloModule': the input holds no module"));
+    file.modules.emplace_back(make_diagnostic(src->name, src->text, 0, "expected 'HloModule': the input holds no module"));
   }
   return file;
 }

@@ -86,6 +86,11 @@ bool parse_float(std::string_view word, double& out) {
 
 bool read_int(Lexer& lex, std::int64_t& out, ValueError& err) {
   const Token& t = lex.peek();
+  if (t.kind == Tok::kWord && !parse_int(lex.text(t), out)) {
+    const std::string_view w = lex.text(t);
+    if (w.find_first_not_of("-+0123456789") == std::string_view::npos && w.size() > 18)
+      return fail(err, t.begin, "integer " + describe(lex, t) + " out of range (64-bit)");
+  }
   if (t.kind != Tok::kWord || !parse_int(lex.text(t), out))
     return fail(err, t.begin, "expected an integer, found " + describe(lex, t));
   lex.next();
