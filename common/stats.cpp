@@ -1,4 +1,4 @@
-#include "sim/stats.h"
+#include "common/stats.h"
 
 #include <nlohmann/json.hpp>
 

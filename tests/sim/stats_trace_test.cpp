@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/stats.h"
+#include "common/stats.h"
 #include "sim/trace.h"
 
 namespace tpusim {

@@ -1,0 +1,47 @@
+// HBM as a SystemC module with a TLM-2.0 target socket, so another DRAM model
+// can be plugged in behind the same socket. Timing comes from the pure
+// function hbm_transfer() (channels, bursts, efficiency, latency); the module
+// only queues transfers on the shared device (FIFO) and annotates the delay.
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "common/config.h"
+#include "memory/bandwidth_server.h"
+#include "memory/hbm_timing.h"
+#include "common/stats.h"
+
+namespace tpusim {
+
+// Carries the strided shape of a transfer on a TLM generic payload (address =
+// tile.offset, data_length = useful bytes).
+struct StridedTileExtension : tlm::tlm_extension<StridedTileExtension> {
+  StridedTile tile;
+  [[nodiscard]] tlm::tlm_extension_base* clone() const override { return new StridedTileExtension(*this); }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    tile = static_cast<const StridedTileExtension&>(other).tile;
+  }
+};
+
+class Hbm : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_target_socket<Hbm> socket;
+
+  Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stats, const std::string& stat_prefix);
+
+ private:
+  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+
+  const HbmConfig& cfg_;
+  BandwidthServer device_;
+  Stat& read_bytes_;
+  Stat& write_bytes_;
+  Stat& moved_bytes_;
+  Stat& busy_s_;
+  Stat& queued_s_;
+  Stat& transfers_;
+};
+
+}  // namespace tpusim

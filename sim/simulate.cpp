@@ -1,0 +1,105 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <systemc>
+
+#include "memory/hbm.h"
+#include "sim/trace.h"
+
+namespace tpusim {
+namespace {
+
+bool g_elaborated = false;
+
+// Buffers without an offset are placed one after another in their memory,
+// aligned to 4 KiB (a DMA chunk and HBM page multiple on every preset).
+std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
+  constexpr std::int64_t kAlign = 4096;
+  std::int64_t next[3] = {0, 0, 0};
+  for (const auto& b : p.buffers) {
+    if (b.offset >= 0) {
+      auto& n = next[static_cast<int>(b.space)];
+      n = std::max(n, b.offset + b.bytes());
+    }
+  }
+  for (auto& b : p.buffers) {
+    if (b.offset >= 0) continue;
+    auto& n = next[static_cast<int>(b.space)];
+    n = (n + kAlign - 1) / kAlign * kAlign;
+    b.offset = n;
+    n += b.bytes();
+  }
+  const double cap[3] = {chip.hbm.capacity, chip.core.vmem.capacity, chip.core.smem.capacity};
+  const char* names[3] = {"HBM", "VMEM", "SMEM"};
+  for (int s = 0; s < 3; ++s) {
+    if (static_cast<double>(next[s]) > cap[s]) {
+      return fmt::format("the program's {} buffers need {} bytes, more than the {} configured", names[s], next[s],
+                         static_cast<std::int64_t>(cap[s]));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options) {
+  if (g_elaborated) {
+    return Diagnostic{program.file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
+  }
+  g_elaborated = true;
+  if (std::string err = place_buffers(chip, program); !err.empty()) {
+    return Diagnostic{program.file, 0, 0, err, ""};
+  }
+  ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+
+  SimResult result;
+  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<TraceWriter> trace;
+  if (!options.trace_path.empty()) {
+    trace_file = std::make_unique<std::ofstream>(options.trace_path);
+    if (!*trace_file) return Diagnostic{options.trace_path, 0, 0, "cannot write the trace file", ""};
+    trace = std::make_unique<TraceWriter>(*trace_file, options.trace_merge_gap_s);
+  }
+
+  // Elaboration: the chip's HBM and core 0. (Further TensorCores of the chip
+  // share this HBM once the compiler emits per-core programs.)
+  auto hbm = std::make_unique<Hbm>("hbm", chip.hbm, result.stats, "chip0.hbm");
+  auto core = std::make_unique<TensorCore>("core0", chip, program, result.stats, "chip0.core0", trace.get());
+  core->hbm_socket.bind(hbm->socket);
+  if (chip.tensorcores > 1) {
+    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  }
+  for (const auto& inst : program.code) {
+    if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
+      result.notes.push_back("collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
+      break;
+    }
+  }
+
+  sc_core::sc_start();  // runs until no events remain: completion or deadlock
+
+  if (!core->error().empty()) return Diagnostic{program.file, 0, 0, core->error(), ""};
+  result.finished = core->finished();
+  result.blocked = core->blocked();
+  result.seconds = result.finished ? core->end_seconds() : sc_core::sc_time_stamp().to_seconds();
+  result.cycles = std::round(result.seconds * chip.clock);
+  result.stats.add("chip0.seconds", "s", "simulated time of the program").value = result.seconds;
+  for (const auto& [id, s] : core->provenance()) {
+    std::string name(program.strings.get(id));
+    result.provenance.push_back({name.empty() ? "(unlabelled)" : name, s});
+  }
+  std::sort(result.provenance.begin(), result.provenance.end(),
+            [](const auto& a, const auto& b) { return a.stats.attributed_s > b.stats.attributed_s; });
+  if (trace) trace->finish();
+  return result;
+}
+
+}  // namespace tpusim
+
+// libsystemc's own main() calls sc_main; tpusim has its own main() and
+// drives the kernel through simulate(), so this entry point is never used.
+int sc_main(int /*argc*/, char* /*argv*/[]) { return 2; }

@@ -1,0 +1,44 @@
+// One simulation of one program on one chip: elaborate the SystemC modules
+// from the config, run to completion (or to a detected deadlock), and return
+// the stats. SystemC elaborates once per process (DESIGN.md principle 7), so
+// simulate() may be called once per process; a second call is an error.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/diagnostic.h"
+#include "common/stats.h"
+#include "isa/program.h"
+#include "sim/tensor_core.h"
+
+namespace tpusim {
+
+struct SimOptions {
+  std::string trace_path;          // "" = no trace
+  double trace_merge_gap_s = 0;    // merge same-provenance slices closer than this
+};
+
+struct ProvenanceRow {
+  std::string name;  // HLO op / fusion / label ("(unlabelled)" for none)
+  ProvenanceStats stats;
+};
+
+struct SimResult {
+  bool finished = false;             // false: deadlock, see `blocked`
+  std::vector<std::string> blocked;  // waiting parties with source locations
+  double seconds = 0;                // simulated time of the program
+  double cycles = 0;
+  StatsRegistry stats;
+  std::vector<ProvenanceRow> provenance;  // sorted by attributed time, descending
+  std::vector<std::string> notes;          // modelling approximations used in this run
+};
+
+// Places buffers without an offset (a bump allocator per memory space) and
+// runs the program on core 0 of the chip. Returns a diagnostic for programs
+// that cannot run (capacity exceeded, an MXU without weights, …).
+Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options = {});
+
+}  // namespace tpusim

@@ -1,0 +1,530 @@
+#include "sim/tensor_core.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <type_traits>
+
+#include "memory/hbm.h"
+#include "sim/instruction_cost.h"
+#include "sim/mxu_timing.h"
+
+namespace tpusim {
+
+using sc_core::sc_time;
+using sc_core::SC_SEC;
+
+// One in-order execution unit: a queue and the thread that drains it.
+struct TensorCore::Unit {
+  std::string name;  // "mxu0", "vpu", "dma2", …
+  isa::Unit kind;
+  int index = 0;
+  std::deque<std::pair<std::uint64_t, double>> queue;  // (dyn id, visible at)
+  std::deque<std::vector<std::uint64_t>> deps;         // parallel to queue
+  sc_core::sc_event pushed;
+  int track = -1;
+  std::string waiting;  // what the front instruction waits for (deadlock report)
+  Stat* busy = nullptr;
+  Stat* insts = nullptr;
+  Stat* dep_stall = nullptr;
+  Stat* flops = nullptr;
+  Stat* bytes = nullptr;
+  // MXU state.
+  bool weights_loaded = false;
+  std::int64_t weight_k = 0;
+  std::int64_t weight_n = 0;
+  double weights_ready = 0;   // when the last loaded weights may be used
+  double weight_path_free = 0;
+  double stream_free = 0;     // the array's input edge
+  double last_done = 0;       // latest matmul result in the accumulators
+  double shadow_free = 0;     // the weight shadow buffer may be refilled
+};
+
+namespace {
+
+constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
+// SystemC time has 1 ps resolution; times closer than this are equal.
+constexpr double kTimeEps = 0.5e-12;  // entries per unit queue (sequencer stalls beyond)
+
+// Tiles an instruction reads and writes; `async` for DMA (ordered by semaphores).
+struct TileUse {
+  isa::TileRef tile;
+  bool write;
+};
+
+std::vector<TileUse> tile_uses(const isa::Op& op) {
+  std::vector<TileUse> out;
+  std::visit(
+      [&](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (!std::is_same_v<T, std::monostate>) {
+          isa::for_each_field(o, [&](const isa::FieldInfo& f, const auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, isa::TileRef>) {
+              if (v.present()) out.push_back({v, f.name == "dst"});
+            }
+          });
+        }
+      },
+      op);
+  return out;
+}
+
+bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  return t.row < r1 && r0 < t.row + t.rows && t.col < c1 && c0 < t.col + t.cols;
+}
+
+}  // namespace
+
+TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
+                       StatsRegistry& stats, const std::string& p, TraceWriter* trace)
+    : sc_module(name),
+      hbm_socket("hbm_socket"),
+      chip_(chip),
+      program_(program),
+      stats_(stats),
+      prefix_(p),
+      trace_(trace),
+      cycle_s_(1.0 / chip.clock),
+      scoreboard_(program.buffers.size()),
+      vmem_(1),
+      cycles_(stats.add(p + ".cycles", "cycles", "core cycles from start to the last instruction's completion")),
+      instructions_(stats.add(p + ".instructions", "count", "dynamic instructions issued (repeats expanded)")),
+      stall_sem_(stats.add(p + ".sequencer.stall_semaphore_cycles", "cycles", "issue stalled in sem.wait")),
+      stall_queue_(stats.add(p + ".sequencer.stall_queue_full_cycles", "cycles", "issue stalled on a full unit queue")),
+      stall_barrier_(stats.add(p + ".sequencer.stall_barrier_cycles", "cycles", "issue stalled in barrier")),
+      vmem_bytes_(stats.add(p + ".vmem.bytes", "bytes", "VMEM traffic of all units")),
+      vmem_busy_(stats.add(p + ".vmem.busy_cycles", "cycles", "cycles VMEM bandwidth was in use")) {
+  auto add_unit = [&](std::string uname, isa::Unit kind, int index) {
+    auto u = std::make_unique<Unit>();
+    u->name = std::move(uname);
+    u->kind = kind;
+    u->index = index;
+    const std::string up = p + "." + u->name;
+    u->busy = &stats.add(up + ".busy_cycles", "cycles", "cycles the unit was occupied");
+    u->insts = &stats.add(up + ".instructions", "count", "instructions executed");
+    u->dep_stall = &stats.add(up + ".dependency_stall_cycles", "cycles", "cycles the queue head waited on operands");
+    if (kind == isa::Unit::kMxu || kind == isa::Unit::kVpu) {
+      u->flops = &stats.add(up + ".flops", "flops", "useful floating-point operations");
+    }
+    if (kind == isa::Unit::kDma) u->bytes = &stats.add(up + ".bytes", "bytes", "bytes copied");
+    if (trace_ != nullptr) u->track = trace_->track(p, u->name);
+    units_.push_back(std::move(u));
+    return units_.back().get();
+  };
+  for (int i = 0; i < chip.core.mxu.count; ++i) mxus_.push_back(add_unit(fmt::format("mxu{}", i), isa::Unit::kMxu, i));
+  vpu_ = add_unit("vpu", isa::Unit::kVpu, 0);
+  for (int i = 0; i < chip.core.xlu.count; ++i) xlus_.push_back(add_unit(fmt::format("xlu{}", i), isa::Unit::kXlu, i));
+  eup_ = add_unit("eup", isa::Unit::kEup, 0);
+  for (int i = 0; i < chip.core.dma.engines; ++i) dmas_.push_back(add_unit(fmt::format("dma{}", i), isa::Unit::kDma, i));
+  ici_ = add_unit("ici", isa::Unit::kIci, 0);
+
+  for (const auto& s : program.semaphores) sem_.push_back(s.initial);
+  sc_core::sc_spawn([this] { sequencer(); }, "sequencer");
+  for (auto& u : units_) {
+    Unit* raw = u.get();
+    sc_core::sc_spawn([this, raw] { run_unit(*raw); }, sc_core::sc_gen_unique_name(raw->name.c_str()));
+  }
+}
+
+TensorCore::~TensorCore() = default;
+
+void TensorCore::wait_until(double t) {
+  const double dt = t - now();
+  if (dt > kTimeEps) wait(sc_time(dt, SC_SEC));
+}
+
+sc_time TensorCore::cycles(double n) const { return sc_time(n * cycle_s_, SC_SEC); }
+
+std::string TensorCore::where(std::uint32_t pc) const {
+  const isa::Instruction& i = program_.code[pc];
+  const auto& info = isa::opcode_info(isa::opcode(i.op));
+  std::string s = fmt::format("{}:{}:{}: {}", program_.file, i.loc.line, i.loc.column, info.mnemonic);
+  const auto prov = program_.provenance(i);
+  if (!prov.empty()) s += fmt::format(" @ \"{}\"", prov);
+  return s;
+}
+
+TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
+  const auto& info = isa::opcode_info(isa::opcode(inst.op));
+  switch (info.unit) {
+    case isa::Unit::kMxu: {
+      std::int64_t m = 0;
+      std::visit(
+          [&](const auto& o) {
+            if constexpr (requires { o.mxu; }) m = o.mxu;
+          },
+          inst.op);
+      if (m < 0 || m >= static_cast<std::int64_t>(mxus_.size())) m = 0;  // the verifier reports it
+      return *mxus_[static_cast<size_t>(m)];
+    }
+    case isa::Unit::kVpu: return *vpu_;
+    case isa::Unit::kEup: return *eup_;
+    case isa::Unit::kIci: return *ici_;
+    case isa::Unit::kXlu:
+      return **std::min_element(xlus_.begin(), xlus_.end(),
+                                [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
+    case isa::Unit::kDma:
+    default:
+      return **std::min_element(dmas_.begin(), dmas_.end(),
+                                [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
+  }
+}
+
+std::vector<std::uint64_t> TensorCore::dependencies(const isa::Instruction& inst, std::uint64_t id) {
+  std::vector<std::uint64_t> deps;
+  const bool async = isa::opcode_info(isa::opcode(inst.op)).unit == isa::Unit::kDma ||
+                     isa::opcode_info(isa::opcode(inst.op)).unit == isa::Unit::kIci;
+  const double t = now();
+  for (const TileUse& use : tile_uses(inst.op)) {
+    auto& list = scoreboard_[use.tile.buffer];
+    // Forget accesses that are complete.
+    std::erase_if(list, [&](const Access& a) {
+      if (a.dyn < dyn_base_) return true;
+      const Dyn& d = dyn(a.dyn);
+      return d.done >= 0 && d.done <= t + kTimeEps;
+    });
+    for (const Access& a : list) {
+      if (!overlaps(use.tile, a.r0, a.r1, a.c0, a.c1)) continue;
+      if (a.async) continue;                       // ordered by the program's semaphores
+      if (!use.write && !a.write) continue;        // read after read
+      deps.push_back(a.dyn);                       // RAW, WAR, WAW
+    }
+  }
+  for (const TileUse& use : tile_uses(inst.op)) {
+    scoreboard_[use.tile.buffer].push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col,
+                                                  use.tile.col + use.tile.cols, id, use.write, async});
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  return deps;
+}
+
+void TensorCore::dispatch(std::uint32_t pc) {
+  const isa::Instruction& inst = program_.code[pc];
+  Unit& u = unit_for(inst);
+  const double stall_from = now();
+  while (u.queue.size() >= kQueueDepth) {
+    sequencer_waiting_ = fmt::format("a free slot in the {} queue for {}", u.name, where(pc));
+    wait(any_popped_);
+  }
+  stall_queue_ += (now() - stall_from) / cycle_s_;
+  sequencer_waiting_.clear();
+  const std::uint64_t id = next_dyn_++;
+  dyn_.push_back(Dyn{pc, -1, -1});
+  auto deps = dependencies(inst, id);
+  u.queue.emplace_back(id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_);
+  u.deps.push_back(std::move(deps));
+  instructions_ += 1;
+  u.pushed.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::wait_all_done() {
+  while (true) {
+    bool pending = false;
+    double latest = now();
+    for (const auto& u : units_) pending = pending || !u->queue.empty();
+    if (!pending) {
+      for (const Dyn& d : dyn_) {
+        if (d.start < 0) pending = true;
+        latest = std::max(latest, d.done);
+      }
+    }
+    if (pending) {
+      wait(any_popped_);
+      continue;
+    }
+    if (latest > now() + kTimeEps) {
+      wait_until(latest);
+      continue;
+    }
+    return;
+  }
+}
+
+void TensorCore::sequencer() {
+  // Matching repeat/end pairs.
+  std::vector<std::uint32_t> match(program_.code.size(), 0);
+  {
+    std::vector<std::uint32_t> open;
+    for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
+      const auto op = isa::opcode(program_.code[pc].op);
+      if (op == isa::Opcode::kRepeat) open.push_back(pc);
+      if (op == isa::Opcode::kEnd && !open.empty()) {
+        match[open.back()] = pc;
+        match[pc] = open.back();
+        open.pop_back();
+      }
+      if (op == isa::Opcode::kEnd && open.empty() && match[pc] == 0 && pc > 0 &&
+          isa::opcode(program_.code[0].op) != isa::Opcode::kRepeat) {
+        error_ = fmt::format("{}: `end` without `repeat`", where(pc));
+      }
+    }
+    if (!open.empty()) error_ = fmt::format("{}: `repeat` without `end`", where(open.back()));
+  }
+  if (!error_.empty()) return;
+
+  struct Loop {
+    std::uint32_t begin;
+    std::int64_t remaining;
+  };
+  std::vector<Loop> loops;
+  const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
+  std::uint64_t issued_this_cycle = 0;
+  std::uint32_t pc = 0;
+  while (pc < program_.code.size()) {
+    const isa::Instruction& inst = program_.code[pc];
+    const isa::Opcode op = isa::opcode(inst.op);
+    std::uint32_t next = pc + 1;
+    if (op == isa::Opcode::kRepeat) {
+      const auto& r = std::get<isa::Repeat>(inst.op);
+      if (r.count <= 0) {
+        next = match[pc] + 1;
+      } else {
+        loops.push_back({pc + 1, r.count});
+      }
+    } else if (op == isa::Opcode::kEnd) {
+      if (!loops.empty() && --loops.back().remaining > 0) {
+        next = loops.back().begin;
+      } else if (!loops.empty()) {
+        loops.pop_back();
+      }
+    } else if (op == isa::Opcode::kSemWait) {
+      const auto& w = std::get<isa::SemWait>(inst.op);
+      const double from = now();
+      while (sem_[w.sem.id] < w.count) {
+        sequencer_waiting_ = fmt::format("semaphore '{}' to reach {} (it is {}) at {}",
+                                         program_.semaphores[w.sem.id].name, w.count, sem_[w.sem.id], where(pc));
+        wait(sem_changed_);
+      }
+      sequencer_waiting_.clear();
+      sem_[w.sem.id] -= w.count;
+      stall_sem_ += (now() - from) / cycle_s_;
+    } else if (op == isa::Opcode::kSemSignal) {
+      const auto& s = std::get<isa::SemSignal>(inst.op);
+      sem_[s.sem.id] += s.count;
+      sem_changed_.notify(sc_core::SC_ZERO_TIME);
+    } else if (op == isa::Opcode::kBarrier) {
+      const double from = now();
+      sequencer_waiting_ = fmt::format("every earlier instruction to complete at {}", where(pc));
+      wait_all_done();
+      sequencer_waiting_.clear();
+      stall_barrier_ += (now() - from) / cycle_s_;
+    } else {
+      dispatch(pc);
+    }
+    if (++issued_this_cycle >= width) {
+      wait(cycles(1));
+      issued_this_cycle = 0;
+    }
+    pc = next;
+  }
+  program_done_ = true;
+  sequencer_waiting_ = "the last instructions to complete";
+  wait_all_done();
+  sequencer_waiting_.clear();
+  retire();
+  end_s_ = retired_until_s_;
+  for (const Dyn& d : dyn_) end_s_ = std::max(end_s_, d.done);
+  cycles_.value = std::round(end_s_ / cycle_s_);
+  finished_ = true;
+}
+
+void TensorCore::wait_for(std::uint64_t id, Unit& u) {
+  if (id < dyn_base_) return;
+  while (dyn(id).start < 0) {
+    u.waiting = fmt::format("{} to start", where(dyn(id).pc));
+    wait(any_started_);
+  }
+  const double done = dyn(id).done;
+  if (done > now() + kTimeEps) {
+    u.waiting = fmt::format("{} to complete", where(dyn(id).pc));
+    wait_until(done);
+  }
+  u.waiting.clear();
+}
+
+void TensorCore::run_unit(Unit& u) {
+  while (true) {
+    while (u.queue.empty()) wait(u.pushed);
+    const auto [id, visible_at] = u.queue.front();
+    wait_until(visible_at);
+    const double dep_from = now();
+    for (std::uint64_t d : u.deps.front()) wait_for(d, u);
+    *u.dep_stall += (now() - dep_from) / cycle_s_;
+    Dyn& d = dyn(id);
+    const isa::Instruction& inst = program_.code[d.pc];
+    const Exec e = execute(u, inst, d);
+    if (!error_.empty()) return;
+    const double t = now();
+    d.start = t + e.begin;
+    d.done = t + e.done;
+    const double busy = e.busy_end - e.begin;
+    ProvenanceStats& ps = prov_[inst.provenance];
+    ps.instructions += 1;
+    ps.busy_s += busy;
+    *u.busy += busy / cycle_s_;
+    *u.insts += 1;
+    if (trace_ != nullptr && u.track >= 0) {
+      const auto prov = program_.provenance(inst);
+      trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, d.start,
+                    t + std::max(e.busy_end, e.begin + cycle_s_));
+    }
+    any_started_.notify(sc_core::SC_ZERO_TIME);
+    retire();
+    wait_until(t + e.free);
+    // Asynchronous units signal their semaphore when the transfer completes.
+    if (u.kind == isa::Unit::kDma || u.kind == isa::Unit::kIci) {
+      wait_until(d.done);
+      std::visit(
+          [&](const auto& o) {
+            if constexpr (requires { o.sem; }) {
+              if (o.sem.present()) sem_[o.sem.id] += 1;
+            }
+          },
+          inst.op);
+      sem_changed_.notify(sc_core::SC_ZERO_TIME);
+    }
+    u.queue.pop_front();
+    u.deps.pop_front();
+    any_popped_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {
+  if (u.kind == isa::Unit::kMxu) return execute_mxu(u, inst, d);
+  const InstructionCost c = instruction_cost(chip_, program_, inst);
+  const double t = now();
+  double occupy = static_cast<double>(c.timing.issue) * cycle_s_;
+  double done = static_cast<double>(c.timing.done) * cycle_s_;
+  ProvenanceStats& ps = prov_[inst.provenance];
+  if (c.hbm_tile) {
+    // HBM is shared by every DMA engine (and core): queue on the device.
+    tlm::tlm_generic_payload payload;
+    StridedTileExtension ext;
+    ext.tile = *c.hbm_tile;
+    payload.set_command(c.hbm_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    payload.set_address(c.hbm_tile->offset);
+    payload.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.hbm_tile->useful_bytes(), 0xffffffffu)));
+    payload.set_data_ptr(nullptr);
+    payload.set_extension(&ext);
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    hbm_socket->b_transport(payload, delay);
+    payload.clear_extension(&ext);
+    done = std::max(done, delay.to_seconds());
+    occupy = std::max(occupy, done);
+    ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
+  }
+  if (c.vmem_bytes > 0) {
+    const double service = static_cast<double>(c.vmem_bytes) / chip_.core.vmem.bytes_per_cycle * cycle_s_;
+    const double end = vmem_.reserve(t, service) - t;
+    vmem_bytes_ += static_cast<double>(c.vmem_bytes);
+    vmem_busy_ += service / cycle_s_;
+    done = std::max(done, end);
+    occupy = std::max(occupy, std::min(end, done));
+  }
+  if (u.flops != nullptr) *u.flops += c.flops;
+  if (u.bytes != nullptr) *u.bytes += static_cast<double>(c.hbm_tile ? c.hbm_tile->useful_bytes() : c.vmem_bytes / 2);
+  ps.flops += c.flops;
+  ps.transcendentals += c.transcendentals;
+  (void)d;
+  return Exec{0, occupy, occupy, done};
+}
+
+TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d) {
+  const MxuConfig& mxu = chip_.core.mxu;
+  const bool bare = !mxu.double_buffered_weights || mxu.dataflow != "ws";
+  const double t = now();
+  ProvenanceStats& ps = prov_[inst.provenance];
+  auto vmem = [&](Bytes bytes) {
+    if (bytes == 0) return t;
+    const double service = static_cast<double>(bytes) / chip_.core.vmem.bytes_per_cycle * cycle_s_;
+    vmem_bytes_ += static_cast<double>(bytes);
+    vmem_busy_ += service / cycle_s_;
+    return vmem_.reserve(t, service);
+  };
+  if (const auto* lw = std::get_if<isa::MxuLoadWeights>(&inst.op)) {
+    // os arrays hold outputs, not weights: nothing shifts in (SCALE-Sim's zero prefix).
+    const double load = (mxu.dataflow == "os" ? 0.0 : static_cast<double>(mxu_weight_load_cycles(mxu))) * cycle_s_;
+    // Bare array: the new weights replace the active ones, so the array must
+    // drain first. Double-buffered: they fill the shadow buffer meanwhile.
+    // Double-buffered: the shadow buffer is free once the previous weights
+    // became active (their first matmul started).
+    const double start = bare ? std::max({t, u.last_done, u.weight_path_free})
+                              : std::max({t, u.weight_path_free, u.shadow_free});
+    const double end = std::max(start + load, vmem(tile_bytes(program_, lw->src)));
+    u.weight_path_free = end;
+    u.weights_ready = end;
+    u.weights_loaded = true;
+    u.weight_k = lw->src.rows;
+    u.weight_n = lw->src.cols;
+    // The unit (its queue) is held only on a bare array.
+    return Exec{start - t, end - t, bare ? end - t : 0.0, end - t};
+  }
+  if (const auto* mm = std::get_if<isa::MxuMatmul>(&inst.op)) {
+    if (!u.weights_loaded) {
+      error_ = fmt::format("{}: mxu.matmul on {} with no weights loaded", where(d.pc), u.name);
+      return {};
+    }
+    const isa::DType dt = program_.buffers[mm->lhs.buffer].dtype;
+    MatmulTile tile;
+    tile.m_rows = mm->lhs.rows;
+    tile.k_depth = std::min<std::int64_t>(mm->lhs.cols, u.weight_k);
+    tile.n_cols = u.weight_n;
+    tile.mac_rate = isa::mxu_rate(mxu.rate, dt);
+    if (tile.mac_rate <= 0) {
+      error_ = fmt::format("{}: the configured MXU does not support {} inputs (core.mxu.rate is 0)", where(d.pc),
+                           isa::name(dt));
+      return {};
+    }
+    const MatmulTiming mt = mxu_matmul_timing(mxu, tile);
+    const double start = std::max({t, u.stream_free, u.weights_ready});
+    const double stream_end = std::max(start + static_cast<double>(mt.issue) * cycle_s_, vmem(tile_bytes(program_, mm->lhs)));
+    const double done = stream_end + (static_cast<double>(mt.latency) - static_cast<double>(mt.issue)) * cycle_s_;
+    u.stream_free = stream_end;
+    u.shadow_free = std::max(u.shadow_free, start);
+    u.last_done = std::max(u.last_done, done);
+    const double flops = 2.0 * static_cast<double>(tile.m_rows) * static_cast<double>(tile.k_depth) *
+                         static_cast<double>(tile.n_cols);
+    *u.flops += flops;
+    ps.flops += flops;
+    // The queue moves on once this matmul owns the array's input edge, so a
+    // following weight load can overlap its streaming.
+    return Exec{start - t, stream_end - t, start - t, done - t};
+  }
+  if (const auto* pop = std::get_if<isa::MxuPop>(&inst.op)) {
+    const double start = std::max(t, u.last_done);
+    const Cycles c = mxu_pop_cycles(pop->dst.rows, pop->dst.cols, chip_.core.vpu.sublanes, chip_.core.vpu.lanes);
+    const double end = std::max(start + static_cast<double>(c) * cycle_s_, vmem(tile_bytes(program_, pop->dst)));
+    return Exec{start - t, end - t, end - t, end - t};
+  }
+  return {};
+}
+
+void TensorCore::retire() {
+  // In program order: the time until the oldest unfinished instruction
+  // completes is charged to its provenance (like a reorder buffer's head).
+  while (retired_ < next_dyn_) {
+    Dyn& d = dyn(retired_);
+    if (d.start < 0) break;
+    const double t = std::max(d.done, retired_until_s_);
+    prov_[program_.code[d.pc].provenance].attributed_s += t - retired_until_s_;
+    retired_until_s_ = t;
+    ++retired_;
+  }
+  // Drop records that are retired and complete (bounded memory).
+  const double t = now();
+  while (!dyn_.empty() && dyn_base_ < retired_ && dyn_.front().done <= t + kTimeEps) {
+    dyn_.pop_front();
+    ++dyn_base_;
+  }
+}
+
+std::vector<std::string> TensorCore::blocked() const {
+  std::vector<std::string> out;
+  if (!sequencer_waiting_.empty()) out.push_back("sequencer waits for " + sequencer_waiting_);
+  for (const auto& u : units_) {
+    if (!u->waiting.empty()) out.push_back(fmt::format("{} waits for {}", u->name, u->waiting));
+  }
+  return out;
+}
+
+}  // namespace tpusim

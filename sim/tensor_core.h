@@ -1,0 +1,133 @@
+// A TensorCore as SystemC modules (DESIGN.md principles 1-4): a sequencer
+// issues the program in order into per-unit in-order queues (MXUs, VPU, XLUs,
+// EUP, DMA engines, ICI); each unit takes an instruction, waits for its
+// dependencies, reserves the shared resources it needs (HBM through a TLM
+// socket, VMEM bandwidth), wait()s for the cost the pure timing functions give,
+// and counts. No unit ticks per cycle.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
+
+#include "common/config.h"
+#include "common/stats.h"
+#include "isa/program.h"
+#include "memory/bandwidth_server.h"
+#include "sim/trace.h"
+
+namespace tpusim {
+
+// What the time of one provenance (HLO op / label) went to.
+struct ProvenanceStats {
+  double attributed_s = 0;  // share of the core's timeline (in-order retirement; sums to total)
+  double busy_s = 0;        // unit busy time of its instructions, summed over units
+  double flops = 0;
+  double transcendentals = 0;
+  double hbm_bytes = 0;
+  std::uint64_t instructions = 0;
+};
+
+class TensorCore : public sc_core::sc_module {
+ public:
+  tlm_utils::simple_initiator_socket<TensorCore> hbm_socket;
+
+  TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
+             StatsRegistry& stats, const std::string& stat_prefix, TraceWriter* trace);
+  ~TensorCore() override;
+
+  [[nodiscard]] bool finished() const { return finished_; }
+  [[nodiscard]] double end_seconds() const { return end_s_; }
+  // Set when the program cannot run (e.g. a matmul with no weights loaded).
+  [[nodiscard]] const std::string& error() const { return error_; }
+  // When the simulation ran out of events before the program finished: what
+  // each waiting party was waiting for, with source locations.
+  [[nodiscard]] std::vector<std::string> blocked() const;
+  [[nodiscard]] const std::map<std::uint32_t, ProvenanceStats>& provenance() const { return prov_; }
+
+ private:
+  struct Unit;
+  struct Dyn {
+    std::uint32_t pc = 0;
+    double start = -1;  // seconds; < 0 = not started
+    double done = -1;
+  };
+  struct Access {
+    std::int64_t r0, r1, c0, c1;
+    std::uint64_t dyn;
+    bool write;
+    bool async;  // a DMA: later readers synchronize through its semaphore
+  };
+
+  void sequencer();
+  void run_unit(Unit& u);
+  void dispatch(std::uint32_t pc);
+  Unit& unit_for(const isa::Instruction& inst);
+  std::vector<std::uint64_t> dependencies(const isa::Instruction& inst, std::uint64_t dyn);
+  void wait_for(std::uint64_t dyn, Unit& u);
+  void wait_all_done();
+  void wait_until(double t_s);  // no-op when t_s is not in the future
+  // Times of one executed instruction, in seconds after the unit took it.
+  struct Exec {
+    double begin = 0;     // the work begins (an MXU op may wait for the array)
+    double busy_end = 0;  // the unit's busy period ends (stats, trace)
+    double free = 0;      // the unit may take its next instruction
+    double done = 0;      // results are visible to consumers
+  };
+  Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
+  Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
+  void retire();
+  Dyn& dyn(std::uint64_t id) { return dyn_[static_cast<size_t>(id - dyn_base_)]; }
+  [[nodiscard]] std::string where(std::uint32_t pc) const;
+  [[nodiscard]] double now() const { return sc_core::sc_time_stamp().to_seconds(); }
+  [[nodiscard]] sc_core::sc_time cycles(double n) const;
+
+  const ChipConfig& chip_;
+  const isa::Program& program_;
+  StatsRegistry& stats_;
+  std::string prefix_;
+  TraceWriter* trace_;
+  double cycle_s_;
+
+  std::vector<std::unique_ptr<Unit>> units_;
+  std::vector<Unit*> mxus_, dmas_, xlus_;
+  Unit* vpu_ = nullptr;
+  Unit* eup_ = nullptr;
+  Unit* ici_ = nullptr;
+
+  std::deque<Dyn> dyn_;
+  std::uint64_t dyn_base_ = 0;   // id of dyn_.front()
+  std::uint64_t next_dyn_ = 0;
+  std::uint64_t retired_ = 0;    // dyn ids below this have been retired
+  double retired_until_s_ = 0;
+  std::vector<std::vector<Access>> scoreboard_;  // per buffer
+  std::vector<std::int64_t> sem_;
+  sc_core::sc_event sem_changed_;
+  sc_core::sc_event any_started_;
+  sc_core::sc_event any_popped_;
+  BandwidthServer vmem_;
+
+  bool finished_ = false;
+  bool program_done_ = false;
+  double end_s_ = 0;
+  std::string error_;
+  std::string sequencer_waiting_;
+  std::map<std::uint32_t, ProvenanceStats> prov_;
+  std::uint64_t pending_signal_count_ = 0;
+
+  Stat& cycles_;
+  Stat& instructions_;
+  Stat& stall_sem_;
+  Stat& stall_queue_;
+  Stat& stall_barrier_;
+  Stat& vmem_bytes_;
+  Stat& vmem_busy_;
+};
+
+}  // namespace tpusim

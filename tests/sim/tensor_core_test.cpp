@@ -1,0 +1,142 @@
+// End-to-end runs of small programs on the SystemC TensorCore. Each TEST is
+// its own process under ctest (SystemC elaborates once per process). Expected
+// cycle counts are derived in the comments from the preset's figures, not
+// from the simulator's code.
+#include <cmath>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/config_loader.h"
+#include "isa/assembler.h"
+#include "sim/simulate.h"
+
+namespace tpusim {
+namespace {
+
+using ::testing::HasSubstr;
+
+SimResult run(const std::string& tasm, const std::string& chip = "v5e", std::vector<std::string> sets = {}) {
+  auto cfg = load_config(chip, sets);
+  EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : format_all(cfg.errors()));
+  auto prog = isa::assemble(tasm, "test.tasm");
+  EXPECT_TRUE(prog.ok()) << (prog.ok() ? "" : format_all(prog.errors()));
+  auto r = simulate(cfg->chip, std::move(prog).value());
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : format_all(r.errors()));
+  return std::move(r).value();
+}
+
+double cycles_of(double seconds, double hz) { return std::ceil(seconds * hz - 1e-9); }
+
+TEST(TensorCore, DenseDmaTakesLatencyPlusBytesOverHbmBandwidth) {
+  // v5e: 1 MiB HBM -> VMEM. HBM latency 300 ns = 450 cycles at 1.5 GHz;
+  // 1048576 B / 819 GB/s = 1.2803 us = 1921 cycles (rounded up); the DMA
+  // window (256 requests of 4 KiB, 64 in flight) and VMEM (256 cycles) are
+  // shorter. Plus 1 cycle of dispatch latency.
+  const SimResult r = run(
+      ".buffer a hbm f32 [256, 1024]\n.buffer av vmem f32 [256, 1024]\n.semaphore s\n"
+      "dma.start dst=av src=a sem=s\nsem.wait sem=s\n");
+  ASSERT_TRUE(r.finished);
+  const double expect = 1 + cycles_of(300e-9, 1.5e9) + cycles_of(1048576 / 819e9, 1.5e9);
+  EXPECT_NEAR(r.cycles, expect, 2);
+  EXPECT_DOUBLE_EQ(r.stats.value("chip0.hbm.read_bytes"), 1048576);
+}
+
+TEST(TensorCore, ConcurrentDmasShareHbmBandwidth) {
+  // Two 1 MiB copies on two engines: the HBM device serves 2 MiB, so the
+  // pair takes latency + 2 MiB / 819 GB/s = 0.3 + 2.5606 us, not 0.3 + 1.28.
+  const SimResult r = run(
+      ".buffer a hbm f32 [256, 1024]\n.buffer b hbm f32 [256, 1024]\n"
+      ".buffer av vmem f32 [256, 1024]\n.buffer bv vmem f32 [256, 1024]\n.semaphore s\n"
+      "dma.start dst=av src=a sem=s\ndma.start dst=bv src=b sem=s\nsem.wait sem=s count=2\n");
+  ASSERT_TRUE(r.finished);
+  const double expect_s = 300e-9 + 2 * 1048576 / 819e9;
+  EXPECT_NEAR(r.seconds, expect_s, 5e-9);
+  // Effective bandwidth: 2 MiB over the transfer part ~ 819 GB/s.
+  EXPECT_GT(2 * 1048576 / (r.seconds - 300e-9), 0.99 * 819e9);
+}
+
+TEST(TensorCore, DoubleBufferedMatmulStreamIsMxuBound) {
+  // v5e MXU 128x128, weights double-buffered: load 128 cycles, then 100
+  // matmuls of 128 rows stream back to back (12800 cycles), the last drains
+  // through (128-1)+(128-1) = 254 cycles, the pop moves 128/8 x 128/128 = 16
+  // vregs. Plus 1 cycle dispatch latency: 1 + 128 + 12800 + 254 + 16 = 13199.
+  const SimResult r = run(
+      ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n.buffer yv vmem f32 [128, 128]\n"
+      "mxu.load_weights src=wv\nrepeat count=100\nmxu.matmul lhs=xv\nend\nmxu.pop dst=yv\n");
+  ASSERT_TRUE(r.finished);
+  EXPECT_NEAR(r.cycles, 13199, 3);
+  // 100 x 2 x 128 x 128 x 128 FLOPs.
+  EXPECT_DOUBLE_EQ(r.stats.value("chip0.core0.mxu0.flops"), 100.0 * 2 * 128 * 128 * 128);
+}
+
+TEST(TensorCore, WeightLoadsWithoutDoubleBufferingSerialize) {
+  // Ten folds (load, matmul of 128 rows) on a bare array: each fold waits for
+  // the previous to drain, so a fold costs load 128 + stream 128 + drain 254
+  // = 510 cycles (SCALE-Sim's 2R + C + M - 2), 10 folds = 5100, plus 1
+  // dispatch cycle. Double-buffered, loads hide under streaming:
+  // 1 + 128 + 10 x 128 + 254 = 1663.
+  const std::string prog =
+      ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n"
+      "repeat count=10\nmxu.load_weights src=wv\nmxu.matmul lhs=xv\nend\n";
+  const SimResult bare = run(prog, "v5e", {"core.mxu.double_buffered_weights=false"});
+  ASSERT_TRUE(bare.finished);
+  EXPECT_NEAR(bare.cycles, 5101, 3);
+}
+
+TEST(TensorCore, WeightLoadsHideUnderStreamingWhenDoubleBuffered) {
+  const std::string prog =
+      ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n"
+      "repeat count=10\nmxu.load_weights src=wv\nmxu.matmul lhs=xv\nend\n";
+  const SimResult db = run(prog, "v5e");
+  ASSERT_TRUE(db.finished);
+  EXPECT_NEAR(db.cycles, 1663, 3);
+}
+
+TEST(TensorCore, VpuElementwiseIsStoreBound) {
+  // f32 [1024,1024] add: 1024 vregs. Per cycle the VPU stores 1 vreg, loads
+  // 3 and computes 4: stores bind, 1024 cycles, + 2-cycle latency - 1, + 1
+  // dispatch = 1026. VMEM: 3 x 4 MiB / 16384 B per cycle = 768 cycles < 1025.
+  const SimResult r = run(
+      ".buffer a vmem f32 [1024, 1024]\n.buffer b vmem f32 [1024, 1024]\n.buffer c vmem f32 [1024, 1024]\n"
+      "vpu.add dst=c a=a b=b\n");
+  ASSERT_TRUE(r.finished);
+  EXPECT_NEAR(r.cycles, 1026, 2);
+  EXPECT_DOUBLE_EQ(r.stats.value("chip0.core0.vpu.flops"), 1024.0 * 1024);
+}
+
+TEST(TensorCore, ReadAfterWriteWaitsForTheProducer) {
+  // The VPU add reads what the MXU pop writes: it starts only after the pop.
+  // load 128 + matmul issue 128 + drain 254 + pop 16 = 526 cycles, then the add
+  // over 128x128 f32 (16 vregs: 16 store cycles + 1) = 17: 1 + 526 + 17 = 544.
+  const SimResult r = run(
+      ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n.buffer yv vmem f32 [128, 128]\n"
+      ".buffer zv vmem f32 [128, 128]\n"
+      "mxu.load_weights src=wv\nmxu.matmul lhs=xv\nmxu.pop dst=yv\nvpu.add dst=zv a=yv b=yv\n");
+  ASSERT_TRUE(r.finished);
+  EXPECT_NEAR(r.cycles, 544, 3);
+  EXPECT_GT(r.stats.value("chip0.core0.vpu.dependency_stall_cycles"), 500);
+}
+
+TEST(TensorCore, DeadlockIsReportedWithTheBlockedInstruction) {
+  const SimResult r = run(".semaphore never\n.buffer a vmem f32 [8, 128]\nsem.wait sem=never\nvpu.copy dst=a a=a\n");
+  EXPECT_FALSE(r.finished);
+  ASSERT_FALSE(r.blocked.empty());
+  EXPECT_THAT(r.blocked.front(), HasSubstr("semaphore 'never'"));
+  EXPECT_THAT(r.blocked.front(), HasSubstr("test.tasm:3:1"));
+}
+
+TEST(TensorCore, ProvenanceTimeSumsToTotal) {
+  const SimResult r = run(
+      ".buffer a hbm f32 [256, 1024]\n.buffer av vmem f32 [256, 1024]\n.buffer bv vmem f32 [256, 1024]\n"
+      ".semaphore s\n.provenance \"copy\"\ndma.start dst=av src=a sem=s\nsem.wait sem=s\n"
+      ".provenance \"neg\"\nvpu.neg dst=bv a=av\n");
+  ASSERT_TRUE(r.finished);
+  double sum = 0;
+  for (const auto& p : r.provenance) sum += p.stats.attributed_s;
+  EXPECT_NEAR(sum, r.seconds, 1e-12);
+  ASSERT_GE(r.provenance.size(), 2u);
+  EXPECT_EQ(r.provenance.front().name, "copy");  // the DMA dominates
+}
+
+}  // namespace
+}  // namespace tpusim
