@@ -32,8 +32,10 @@ bool is_integral(ElementType t) { return info(t).kind == 's' || info(t).kind == 
 std::optional<ElementType> element_type_from_name(std::string_view name) {
   // The table is small (32 entries); a linear scan beats a hash map here and
   // the first character filters almost every candidate.
+  if (name.empty() || name.size() > 13) return std::nullopt;
   for (std::size_t i = 0; i + 2 < kInfo.size(); ++i) {
-    if (kInfo[i].name == name) return static_cast<ElementType>(i);
+    const std::string_view n = kInfo[i].name;
+    if (n.size() == name.size() && n[0] == name[0] && n == name) return static_cast<ElementType>(i);
   }
   return std::nullopt;
 }

@@ -62,9 +62,15 @@ Lexer::Lexer(std::string_view text, std::uint32_t begin, std::uint32_t end)
 }
 
 Token Lexer::peek2() const {
-  Lexer copy = *this;
-  copy.advance();
-  return copy.tok_;
+  if (!has_next_) {
+    Lexer copy = *this;
+    copy.advance();
+    next_ = copy.tok_;
+    next_pos_ = copy.pos_;
+    next_error_ = copy.error_ != error_ ? copy.error_ : nullptr;
+    has_next_ = true;
+  }
+  return next_;
 }
 
 bool Lexer::skip_trivia(bool& space, bool& newline) {

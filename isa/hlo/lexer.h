@@ -45,7 +45,15 @@ class Lexer {
   Token next() {
     Token t = tok_;
     prev_end_ = tok_.end;
-    advance();
+    if (has_next_) {
+      // peek2() already lexed it; reuse instead of lexing twice.
+      tok_ = next_;
+      pos_ = next_pos_;
+      if (next_error_) error_ = next_error_;
+      has_next_ = false;
+    } else {
+      advance();
+    }
     return t;
   }
   // End offset of the last token consumed by next().
@@ -68,6 +76,11 @@ class Lexer {
   std::uint32_t end_;
   std::uint32_t prev_end_ = 0;
   Token tok_;
+  // peek2() cache: the token after tok_ and the position after it.
+  mutable Token next_;
+  mutable std::uint32_t next_pos_ = 0;
+  mutable const char* next_error_ = nullptr;
+  mutable bool has_next_ = false;
   const char* error_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "isa/hlo/name_map.h"
 #include "isa/hlo/shape_inference.h"
 #include "isa/hlo/sharding.h"
 #include "isa/hlo/source.h"
@@ -106,13 +107,13 @@ class Parser {
     // Identical shape text maps to one interned Shape: real modules repeat a
     // few hundred shapes across hundreds of thousands of instructions.
     const std::string_view key = text_.substr(begin, lex_.prev_end() - begin);
-    auto [it, inserted] = shape_index_.try_emplace(key, nullptr);
+    auto [slot, inserted] = shape_index_.try_emplace(key, nullptr);
     if (inserted) {
       m_->shapes_.push_back(scratch_shape_);
       m_->shape_bytes_ += sizeof(Shape) + shape_heap_bytes(m_->shapes_.back()) + 48;
-      it->second = &m_->shapes_.back();
+      *slot = &m_->shapes_.back();
     }
-    out = it->second;
+    out = *slot;
     return true;
   }
 
@@ -247,15 +248,14 @@ class Parser {
     if (c.instructions_.empty())
       return fail(body - 1, "computation '%" + std::string(c.name_) + "' has no instructions");
     for (const PendingOperand& p : pending_ops_) {
-      auto it = inst_index_.find(p.name);
-      if (it == inst_index_.end())
+      Instruction* const* it = inst_index_.find(p.name);
+      if (!it)
         return fail(p.offset, "use of undefined instruction '%" + std::string(p.name) +
                                   "' (not defined in computation '%" + std::string(c.name_) + "')");
-      *p.slot = it->second;
-      if (p.typed && it->second->shape_ && !p.typed->compatible(it->second->shape()))
+      *p.slot = *it;
+      if (p.typed && (*it)->shape_ && !p.typed->compatible((*it)->shape()))
         return fail(p.offset, "operand is annotated " + p.typed->to_string(false) + " but '%" +
-                                  std::string(p.name) + "' has shape " +
-                                  it->second->shape().to_string(false));
+                                  std::string(p.name) + "' has shape " + (*it)->shape().to_string(false));
     }
     for (Instruction* i : c.instructions_) {
       if (i->shape_) continue;
@@ -272,7 +272,7 @@ class Parser {
       i->shape_ = &m_->shapes_.back();
     }
     for (const NameRef& r : pending_ctrl_) {
-      if (!inst_index_.count(strip_percent(r.name)))
+      if (!inst_index_.find(strip_percent(r.name)))
         return fail(r.offset, "control predecessor '%" + std::string(strip_percent(r.name)) +
                                   "' is not defined in computation '%" + std::string(c.name_) + "'");
     }
@@ -624,14 +624,14 @@ class Parser {
 
   Shape scratch_shape_;
   Ints ints_scratch_;
-  std::unordered_map<std::string_view, const Shape*> shape_index_;
+  NameMap<const Shape*> shape_index_;
   std::vector<Attribute> attr_scratch_;
   std::vector<OperandRef> operand_scratch_;
   std::vector<NameRef> call_scratch_;
   std::vector<PendingOperand> pending_ops_;
   std::vector<NameRef> pending_ctrl_;
   std::vector<PendingCall> pending_calls_;
-  std::unordered_map<std::string_view, Instruction*> inst_index_;
+  NameMap<Instruction*> inst_index_;
 };
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> split_modules(std::string_view text) {
