@@ -23,7 +23,9 @@ struct ValueError {
 
 // Bounds that keep hostile input from exhausting the stack or memory.
 inline constexpr int kMaxNesting = 64;                       // tuple shapes, literals
-inline constexpr std::int64_t kMaxExpandedDevices = 1 << 22;  // iota expansions
+// Iota device lists expand to at most this many devices (the largest TPU
+// pods have ~10^4 chips): bounds time and memory per attribute decode.
+inline constexpr std::int64_t kMaxExpandedDevices = 1 << 17;
 
 using Ints = std::vector<std::int64_t>;
 
