@@ -1,0 +1,413 @@
+#include "interconnect/collectives.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tpusim::interconnect {
+
+namespace {
+
+constexpr TransferId kNone = std::numeric_limits<TransferId>::max();
+constexpr const char* kAxisNames[] = {"x", "y", "z"};
+
+Diagnostic spec_error(std::string message) {
+  return Diagnostic{"<collective>", 0, 0, std::move(message), {}};
+}
+
+enum class RingOp { kGather, kScatter };
+
+// One ring (closed: bidirectional shortest-way ring) or line (open: two-way
+// line) phase over `members`, in order. `entry[d]` is what device d's first
+// sends wait for; on return it holds the join that completes when d has
+// received everything of this phase (the next phase's entry).
+void add_ring_phase(Network& net, const std::vector<DeviceId>& m, bool closed, RingOp op,
+                    double shard, const ReductionCost& reduce, std::vector<TransferId>& entry) {
+  const auto n = static_cast<std::int64_t>(m.size());
+  if (n < 2) return;
+  auto at = [&](std::int64_t i) { return m[static_cast<size_t>(((i % n) + n) % n)]; };
+  auto reduce_s = [&](double bytes) { return reduce ? reduce(bytes) : 0.0; };
+
+  std::vector<std::vector<TransferId>> incoming(static_cast<size_t>(n));
+  std::vector<double> final_bytes(static_cast<size_t>(n), 0.0);  // RS: partials landing at the owner
+  struct Hop {
+    std::int64_t from, to;
+    double bytes;
+  };
+  std::vector<Hop> hops;
+  for (int dir : {+1, -1}) {
+    // On a line, ReduceScatter chains all start at the end chip; it sends them
+    // one after the other, longest first (the mirror of the AllGather line).
+    const bool serialize_starts = !closed && op == RingOp::kScatter;
+    TransferId previous_start = kNone;
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t o = serialize_starts && dir > 0 ? n - 1 - k : k;
+      hops.clear();
+      if (closed) {
+        const std::int64_t d = n / 2;  // hops a flow travels
+        for (std::int64_t j = 1; j <= d; ++j) {
+          if (op == RingOp::kGather) {
+            // Owner o's shard spreads the shorter way; the antipode of an even
+            // ring gets half from each side.
+            const double b = (n % 2 == 0 && j == d) ? shard / 2 : shard;
+            hops.push_back({o + dir * (j - 1), o + dir * j, b});
+          } else {
+            // Partial sums of shard o flow towards o from both sides.
+            const double b = (n % 2 == 0 && j == 1) ? shard / 2 : shard;
+            hops.push_back({o - dir * (d - j + 1), o - dir * (d - j), b});
+          }
+        }
+      } else if (op == RingOp::kGather) {
+        const std::int64_t len = dir > 0 ? n - 1 - o : o;
+        for (std::int64_t j = 1; j <= len; ++j) hops.push_back({o + dir * (j - 1), o + dir * j, shard});
+      } else {
+        const std::int64_t start = dir > 0 ? 0 : n - 1;
+        const std::int64_t len = dir > 0 ? o : n - 1 - o;
+        for (std::int64_t j = 1; j <= len; ++j) {
+          hops.push_back({start + dir * (j - 1), start + dir * j, shard});
+        }
+      }
+      TransferId prev = kNone;
+      double prev_bytes = 0;
+      for (const Hop& h : hops) {
+        const DeviceId src = at(h.from);
+        const double delay = (op == RingOp::kScatter && prev != kNone) ? reduce_s(prev_bytes) : 0.0;
+        const TransferId t = net.add_transfer(src, at(h.to), h.bytes, 0, delay);
+        const TransferId dep = prev != kNone ? prev : entry[static_cast<size_t>(src)];
+        if (dep != kNone) net.add_dependency(dep, t);
+        if (prev == kNone && serialize_starts) {
+          if (previous_start != kNone) net.add_dependency(previous_start, t);
+          previous_start = t;
+        }
+        incoming[static_cast<size_t>(((h.to % n) + n) % n)].push_back(t);
+        prev = t;
+        prev_bytes = h.bytes;
+      }
+      if (op == RingOp::kScatter && prev != kNone) final_bytes[static_cast<size_t>(o)] += prev_bytes;
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto iu = static_cast<size_t>(i);
+    const DeviceId d = m[iu];
+    const double delay = op == RingOp::kScatter ? reduce_s(final_bytes[iu]) : 0.0;
+    // The owner's own final reduction delays its completion of the phase.
+    const TransferId join = net.add_join(delay);
+    if (entry[static_cast<size_t>(d)] != kNone) net.add_dependency(entry[static_cast<size_t>(d)], join);
+    for (TransferId t : incoming[iu]) net.add_dependency(t, join);
+    entry[static_cast<size_t>(d)] = join;
+  }
+}
+
+// An axis-aligned box inside one slice: per spanned axis, its lines.
+struct Box {
+  std::vector<int> axes;                 // spanned axes, x first
+  std::vector<bool> closed;              // per spanned axis: ring (true) or line
+  std::vector<std::int64_t> extent;      // per spanned axis
+};
+
+std::optional<Box> as_box(const Topology& topo, const ReplicaGroup& g) {
+  if (g.size() < 2 || topo.twisted()) return std::nullopt;
+  const std::int64_t slice = topo.slice_of(g.front());
+  std::array<std::set<std::int64_t>, kMaxAxes> values;
+  for (DeviceId d : g) {
+    if (topo.slice_of(d) != slice) return std::nullopt;
+    const Coord c = topo.coords(d);
+    for (int a = 0; a < topo.rank(); ++a) values[static_cast<size_t>(a)].insert(c[static_cast<size_t>(a)]);
+  }
+  Box box;
+  std::int64_t product = 1;
+  for (int a = 0; a < topo.rank(); ++a) {
+    const auto& v = values[static_cast<size_t>(a)];
+    const auto size = static_cast<std::int64_t>(v.size());
+    product *= size;
+    if (size == 1) continue;
+    const bool contiguous = *v.rbegin() - *v.begin() + 1 == size;
+    if (!contiguous) return std::nullopt;
+    box.axes.push_back(a);
+    box.closed.push_back(topo.wraps(a) && size == topo.dim(a));
+    box.extent.push_back(size);
+  }
+  if (product != static_cast<std::int64_t>(g.size())) return std::nullopt;
+  return box;
+}
+
+// Lines of the group along `axis`, each sorted by that coordinate.
+std::vector<std::vector<DeviceId>> lines_along(const Topology& topo, const ReplicaGroup& g, int axis) {
+  std::map<Coord, std::vector<std::pair<std::int64_t, DeviceId>>> by_key;
+  for (DeviceId d : g) {
+    Coord key = topo.coords(d);
+    const std::int64_t pos = key[static_cast<size_t>(axis)];
+    key[static_cast<size_t>(axis)] = 0;
+    by_key[key].emplace_back(pos, d);
+  }
+  std::vector<std::vector<DeviceId>> lines;
+  for (auto& [key, members] : by_key) {
+    std::sort(members.begin(), members.end());
+    std::vector<DeviceId> line;
+    for (const auto& [pos, d] : members) line.push_back(d);
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::string schedule_rings(Network& net, const ReplicaGroup& g, const CollectiveSpec& spec,
+                           bool per_axis, std::vector<TransferId>& entry) {
+  const Topology& topo = net.topology();
+  const auto n = static_cast<double>(g.size());
+  const bool do_rs = spec.kind == CollectiveKind::kReduceScatter || spec.kind == CollectiveKind::kAllReduce;
+  const bool do_ag = spec.kind == CollectiveKind::kAllGather || spec.kind == CollectiveKind::kAllReduce;
+  const std::optional<Box> box = per_axis ? as_box(topo, g) : std::nullopt;
+  if (!box) {
+    // One logical ring over the group in its listed order.
+    if (do_rs) add_ring_phase(net, g, g.size() > 2, RingOp::kScatter, spec.bytes / n, spec.reduction_cost, entry);
+    if (do_ag) add_ring_phase(net, g, g.size() > 2, RingOp::kGather, spec.bytes / n, spec.reduction_cost, entry);
+    return std::string(algorithm_name(CollectiveAlgorithm::kFlatRing));
+  }
+  std::string desc = "per-axis-ring(";
+  for (size_t i = 0; i < box->axes.size(); ++i) {
+    desc += fmt::format("{}{}:{}", i ? "," : "", kAxisNames[box->axes[i]], box->closed[i] ? "ring" : "line");
+  }
+  desc += ")";
+  if (do_rs) {
+    double data = spec.bytes;  // unreduced data per device entering the phase
+    for (size_t i = 0; i < box->axes.size(); ++i) {
+      const auto ni = static_cast<double>(box->extent[i]);
+      for (const auto& line : lines_along(topo, g, box->axes[i])) {
+        add_ring_phase(net, line, box->closed[i], RingOp::kScatter, data / ni, spec.reduction_cost, entry);
+      }
+      data /= ni;
+    }
+  }
+  if (do_ag) {
+    double held = spec.bytes / n;  // gathered data per device entering the phase
+    for (size_t k = box->axes.size(); k-- > 0;) {
+      for (const auto& line : lines_along(topo, g, box->axes[k])) {
+        add_ring_phase(net, line, box->closed[k], RingOp::kGather, held, spec.reduction_cost, entry);
+      }
+      held *= static_cast<double>(box->extent[k]);
+    }
+  }
+  return desc;
+}
+
+// A chunk on its shortest route, split evenly over the two ways of tie axes.
+void add_direct(Network& net, DeviceId src, DeviceId dst, double bytes) {
+  if (src == dst) return;
+  const std::uint32_t ties = net.topology().tie_axes(src, dst);
+  const int ways = 1 << std::popcount(ties);
+  // Enumerate the submasks of `ties`.
+  std::uint32_t sub = ties;
+  while (true) {
+    net.add_transfer(src, dst, bytes / ways, sub);
+    if (sub == 0) break;
+    sub = (sub - 1) & ties;
+  }
+}
+
+}  // namespace
+
+std::string_view collective_name(CollectiveKind k) {
+  switch (k) {
+#define TPUSIM_X(id, name) \
+  case CollectiveKind::id: \
+    return name;
+    TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
+#undef TPUSIM_X
+  }
+  return "?";
+}
+
+std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
+#define TPUSIM_X(id, text) \
+  if (name == text) return CollectiveKind::id;
+  TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
+#undef TPUSIM_X
+  return std::nullopt;
+}
+
+std::string_view algorithm_name(CollectiveAlgorithm a) {
+  switch (a) {
+#define TPUSIM_X(id, name)      \
+  case CollectiveAlgorithm::id: \
+    return name;
+    TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
+#undef TPUSIM_X
+  }
+  return "?";
+}
+
+std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
+#define TPUSIM_X(id, text) \
+  if (name == text) return CollectiveAlgorithm::id;
+  TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
+#undef TPUSIM_X
+  return std::nullopt;
+}
+
+Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec) {
+  const Topology& topo = net.topology();
+  const std::int64_t devices = topo.num_devices();
+  if (!(spec.bytes >= 0)) return spec_error("collective bytes must be >= 0");
+  auto check_device = [&](DeviceId d) -> std::optional<Diagnostic> {
+    if (d < 0 || d >= devices) {
+      return spec_error(fmt::format("device {} is outside the system of {} devices", d, devices));
+    }
+    return std::nullopt;
+  };
+
+  if (spec.kind == CollectiveKind::kCollectivePermute) {
+    if (spec.algorithm != CollectiveAlgorithm::kAuto && spec.algorithm != CollectiveAlgorithm::kDirect) {
+      return spec_error("collective-permute supports only the direct algorithm");
+    }
+    std::set<DeviceId> sources, targets;
+    for (const auto& [s, t] : spec.source_target_pairs) {
+      if (auto e = check_device(s)) return *e;
+      if (auto e = check_device(t)) return *e;
+      if (!sources.insert(s).second || !targets.insert(t).second) {
+        return spec_error(fmt::format("collective-permute pair {{{},{}}} repeats a source or target", s, t));
+      }
+      add_direct(net, s, t, spec.bytes);
+    }
+    return std::string(algorithm_name(CollectiveAlgorithm::kDirect));
+  }
+
+  ReplicaGroups all;
+  const ReplicaGroups* groups = &spec.groups;
+  if (spec.groups.empty()) {
+    all.emplace_back();
+    for (DeviceId d = 0; d < devices; ++d) all.back().push_back(d);
+    groups = &all;
+  }
+  std::vector<bool> seen(static_cast<size_t>(devices), false);
+  for (const auto& g : *groups) {
+    if (g.empty()) return spec_error("a replica group is empty");
+    for (DeviceId d : g) {
+      if (auto e = check_device(d)) return *e;
+      if (seen[static_cast<size_t>(d)]) {
+        return spec_error(fmt::format("device {} appears in more than one replica group", d));
+      }
+      seen[static_cast<size_t>(d)] = true;
+    }
+  }
+
+  std::set<std::string> used;
+  if (spec.kind == CollectiveKind::kAllToAll) {
+    if (spec.algorithm != CollectiveAlgorithm::kAuto && spec.algorithm != CollectiveAlgorithm::kDirect) {
+      return spec_error("all-to-all supports only the direct algorithm");
+    }
+    for (const auto& g : *groups) {
+      // collectives.md: every device sends a V/N² chunk to every other (V is
+      // the global array; each device holds V/N before and after).
+      const double n = static_cast<double>(g.size());
+      const double chunk = spec.bytes / (n * n);
+      for (DeviceId s : g) {
+        for (DeviceId t : g) add_direct(net, s, t, chunk);
+      }
+    }
+    return std::string(algorithm_name(CollectiveAlgorithm::kDirect));
+  }
+
+  if (spec.algorithm == CollectiveAlgorithm::kDirect) {
+    return spec_error(fmt::format("{} has no direct algorithm; use per-axis-ring or flat-ring",
+                                  collective_name(spec.kind)));
+  }
+  const bool per_axis = spec.algorithm != CollectiveAlgorithm::kFlatRing;
+  std::vector<TransferId> entry(static_cast<size_t>(devices), kNone);
+  for (const auto& g : *groups) used.insert(schedule_rings(net, g, spec, per_axis, entry));
+  std::string desc;
+  for (const auto& u : used) desc += (desc.empty() ? "" : " + ") + u;
+  return desc;
+}
+
+Result<CollectiveResult> simulate_collective(const Topology& topology, const NetworkParams& params,
+                                             const CollectiveSpec& spec) {
+  Network net(topology, params);
+  Result<std::string> desc = schedule_collective(net, spec);
+  if (!desc) return desc.errors();
+  CollectiveResult r;
+  r.algorithm = std::move(desc.value());
+  r.network = net.run();
+  r.seconds = r.network.makespan_s;
+  return r;
+}
+
+ReplicaGroups groups_spanning_axes(const Topology& topology, std::uint32_t axes_mask) {
+  ReplicaGroups groups;
+  for (DeviceId d = 0; d < topology.num_devices(); ++d) {
+    const Coord c = topology.coords(d);
+    bool first = true;
+    for (int a = 0; a < topology.rank(); ++a) {
+      if ((axes_mask >> a & 1u) && c[static_cast<size_t>(a)] != 0) first = false;
+    }
+    if (!first) continue;
+    // Enumerate the box x fastest, which is device order.
+    ReplicaGroup g;
+    std::int64_t size = 1;
+    for (int a = 0; a < topology.rank(); ++a) {
+      if (axes_mask >> a & 1u) size *= topology.dim(a);
+    }
+    for (std::int64_t i = 0; i < size; ++i) {
+      Coord m = c;
+      std::int64_t rest = i;
+      for (int a = 0; a < topology.rank(); ++a) {
+        if (!(axes_mask >> a & 1u)) continue;
+        m[static_cast<size_t>(a)] = rest % topology.dim(a);
+        rest /= topology.dim(a);
+      }
+      g.push_back(topology.device(topology.slice_of(d), m));
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+Result<ReplicaGroups> expand_iota_groups(std::int64_t num_groups, std::int64_t group_size,
+                                         const std::vector<std::int64_t>& reshape_dims,
+                                         const std::vector<std::int64_t>& permutation) {
+  if (num_groups < 1 || group_size < 1) return spec_error("iota replica groups need [G,S] >= 1");
+  std::int64_t total = 1;
+  for (std::int64_t d : reshape_dims) {
+    if (d < 1) return spec_error("iota reshape dimensions must be >= 1");
+    total *= d;
+  }
+  if (total != num_groups * group_size) {
+    return spec_error(fmt::format("iota reshape dims hold {} devices, [G,S] needs {}", total,
+                                  num_groups * group_size));
+  }
+  const size_t rank = reshape_dims.size();
+  std::vector<std::int64_t> perm = permutation;
+  if (perm.empty()) {
+    for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<std::int64_t>(i));
+  }
+  std::vector<std::int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted.size() != rank || sorted[i] != static_cast<std::int64_t>(i)) {
+      return spec_error("iota transpose must be a permutation of the reshape dimensions");
+    }
+  }
+  // Row-major strides of the reshaped iota.
+  std::vector<std::int64_t> stride(rank, 1);
+  for (size_t i = rank; i-- > 1;) stride[i - 1] = stride[i] * reshape_dims[i];
+  std::vector<std::int64_t> tdims(rank);
+  for (size_t k = 0; k < rank; ++k) tdims[k] = reshape_dims[static_cast<size_t>(perm[k])];
+  ReplicaGroups groups(static_cast<size_t>(num_groups));
+  std::vector<std::int64_t> idx(rank, 0);
+  for (std::int64_t linear = 0; linear < total; ++linear) {
+    std::int64_t rest = linear;
+    for (size_t k = rank; k-- > 0;) {
+      idx[k] = rest % tdims[k];
+      rest /= tdims[k];
+    }
+    std::int64_t value = 0;
+    for (size_t k = 0; k < rank; ++k) value += idx[k] * stride[static_cast<size_t>(perm[k])];
+    groups[static_cast<size_t>(linear / group_size)].push_back(value);
+  }
+  return groups;
+}
+
+}  // namespace tpusim::interconnect

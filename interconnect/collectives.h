@@ -1,0 +1,111 @@
+// Collective algorithms, expressed as dependent point-to-point transfers and
+// timed by the link-level Network (network.h): the time is what the simulated
+// links deliver, never a closed form. docs/interconnect.md has the schedules
+// and their closed forms.
+//
+// Algorithms (CollectiveAlgorithm):
+// - per-axis-ring: for a group that is an axis-aligned box of one slice, one
+//   phase per spanned axis; each phase runs a bidirectional shortest-way ring
+//   on every line of the box along that axis (wrapped axis spanned fully), or
+//   the two-way line schedule (no wraparound / partial axis). ReduceScatter
+//   phases go x, y, z; AllGather phases z, y, x; AllReduce = RS then AG.
+// - flat-ring: the group, in the listed order, as one logical bidirectional
+//   ring whose hops are routed over the physical network (any group).
+// - direct: AllToAll / CollectivePermute — every chunk sent at once on its own
+//   shortest (dimension-ordered) route, split evenly between the two ways on
+//   tie axes.
+// Every group of the spec runs at the same time on the same network, so
+// groups that share links contend.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/diagnostic.h"
+#include "interconnect/network.h"
+#include "interconnect/topology.h"
+
+namespace tpusim::interconnect {
+
+// HLO opcode names.
+#define TPUSIM_COLLECTIVE_KINDS(X)         \
+  X(kAllGather, "all-gather")              \
+  X(kReduceScatter, "reduce-scatter")      \
+  X(kAllReduce, "all-reduce")              \
+  X(kAllToAll, "all-to-all")               \
+  X(kCollectivePermute, "collective-permute")
+
+enum class CollectiveKind {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
+#undef TPUSIM_X
+};
+
+#define TPUSIM_COLLECTIVE_ALGORITHMS(X) \
+  X(kAuto, "auto")                      \
+  X(kPerAxisRing, "per-axis-ring")      \
+  X(kFlatRing, "flat-ring")             \
+  X(kDirect, "direct")
+
+enum class CollectiveAlgorithm {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
+#undef TPUSIM_X
+};
+
+std::string_view collective_name(CollectiveKind k);
+std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
+std::string_view algorithm_name(CollectiveAlgorithm a);
+std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name);
+
+using ReplicaGroup = std::vector<DeviceId>;
+using ReplicaGroups = std::vector<ReplicaGroup>;
+
+// Seconds the vector unit needs to reduce `bytes` of incoming data into the
+// local partial; called once per received ReduceScatter message.
+using ReductionCost = std::function<double(double bytes)>;
+
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::kAllGather;
+  // V of collectives.md: the full (gathered) array per device for AllGather;
+  // the unreduced input for ReduceScatter/AllReduce; for AllToAll the whole
+  // array, N × the per-device buffer (collectives.md's formula and worked
+  // example send V/N² to each peer); the sent buffer for CollectivePermute.
+  double bytes = 0;
+  ReplicaGroups groups;  // empty = one group of every device
+  std::vector<std::pair<DeviceId, DeviceId>> source_target_pairs;  // collective-permute
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+  ReductionCost reduction_cost;  // empty = reduction is free
+};
+
+struct CollectiveResult {
+  double seconds = 0;      // from start until the last group has finished
+  std::string algorithm;   // what ran, e.g. "per-axis-ring(x:ring,y:line)"
+  NetworkRunStats network;
+};
+
+// Builds the schedule of every group on one network and runs it.
+Result<CollectiveResult> simulate_collective(const Topology& topology, const NetworkParams& params,
+                                             const CollectiveSpec& spec);
+
+// Adds the schedule to `net` without running it (for callers that combine
+// several collectives or other traffic); returns the algorithm description.
+Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec);
+
+// Every chip in a group with the chips that differ from it only along the
+// axes in `axes_mask` (bit 0 = x), slice by slice; groups in device order.
+ReplicaGroups groups_spanning_axes(const Topology& topology, std::uint32_t axes_mask);
+
+// HLO's iota replica-group form `[G,S]<=[d0,d1,...]T(p0,p1,...)`: iota over
+// prod(d) reshaped to `reshape_dims`, transposed by `permutation` (empty =
+// identity), and read out as G groups of S.
+Result<ReplicaGroups> expand_iota_groups(std::int64_t num_groups, std::int64_t group_size,
+                                         const std::vector<std::int64_t>& reshape_dims,
+                                         const std::vector<std::int64_t>& permutation);
+
+}  // namespace tpusim::interconnect

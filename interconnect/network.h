@@ -1,0 +1,125 @@
+// Link-level network simulation: a plain discrete-event engine (a priority
+// queue of packet events, no clock ticking, no SystemC), so it is fast and
+// unit-testable; a SystemC module can wrap it later (DESIGN.md principle 1).
+//
+// Model (docs/interconnect.md, "Network model"):
+// - Every link direction is a FIFO bandwidth resource. ICI: ici.link_bandwidth
+//   × ici.link_efficiency bytes/s one way, ici.hop_latency per hop. DCN: each
+//   chip has an egress and an ingress port of dcn.bandwidth_per_chip; the
+//   egress adds dcn.latency.
+// - A transfer (src -> dst, bytes) follows Topology::route() and is cut into
+//   P = min(ceil(bytes / packet_size), max_packets_per_message) equal packets
+//   (packet size grows for large messages so event counts stay bounded).
+// - Virtual cut-through per packet: a packet occupies a link for
+//   packet_bytes / bandwidth from the moment the link is free; its head reaches
+//   the next chip `latency` after it starts, and it is delivered
+//   latency + serialization after it starts on the last link. An uncontended
+//   message over H hops therefore takes bytes/bw + H·latency (+ the
+//   serialization of one packet per extra hop only if a later link is busy).
+// - A message injects its next packet when the previous one has left the
+//   first link, so messages sharing a first link interleave packet by packet.
+// - Transfers may depend on others (data dependencies of a collective
+//   schedule): a transfer starts `start_delay` after its last dependency was
+//   fully delivered. Joins are zero-cost transfers used as barriers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/config.h"
+#include "interconnect/topology.h"
+
+namespace tpusim::interconnect {
+
+struct NetworkParams {
+  double ici_bytes_per_s = 0;    // one link, one direction, payload (after efficiency)
+  double ici_hop_latency_s = 0;  // per hop
+  double packet_bytes = 4096;    // nominal packet size
+  std::uint32_t max_packets_per_message = 64;  // packet size grows beyond this
+  double dcn_bytes_per_s = 0;    // per chip, one direction
+  double dcn_latency_s = 0;
+
+  static NetworkParams from_config(const IciConfig& ici, const DcnConfig& dcn);
+};
+
+using TransferId = std::uint32_t;
+
+struct NetworkRunStats {
+  double makespan_s = 0;       // last delivery (or join) time
+  std::uint64_t transfers = 0;
+  std::uint64_t packets = 0;
+  std::uint64_t events = 0;    // packet-hop events processed
+  double max_link_busy_s = 0;  // busiest link direction
+};
+
+class Network {
+ public:
+  Network(const Topology& topology, const NetworkParams& params);
+
+  // A message; `tie_minus` picks the way round on tie axes (Topology::route).
+  TransferId add_transfer(DeviceId src, DeviceId dst, double bytes, std::uint32_t tie_minus = 0,
+                          double start_delay_s = 0);
+  // A node without traffic that completes `delay_s` after its dependencies
+  // (a barrier, or a local compute step such as a final reduction).
+  TransferId add_join(double delay_s = 0);
+  // `after` starts only once `before` has been delivered completely.
+  void add_dependency(TransferId before, TransferId after);
+
+  // Runs all transfers to completion (time starts at 0). Call once.
+  NetworkRunStats run();
+
+  [[nodiscard]] double finish_time(TransferId t) const { return transfers_[t].finish; }
+  [[nodiscard]] double link_busy_seconds(LinkId l) const { return link_busy_[l]; }
+  [[nodiscard]] std::size_t num_transfers() const { return transfers_.size(); }
+  [[nodiscard]] const Topology& topology() const { return topo_; }
+  [[nodiscard]] const NetworkParams& params() const { return params_; }
+
+ private:
+  struct Transfer {
+    double bytes = 0;
+    double packet_bytes = 0;
+    double start_delay = 0;
+    double ready = 0;       // latest completion among dependencies
+    double last_delivery = 0;
+    double finish = -1;
+    std::uint32_t packets = 0;
+    std::uint32_t delivered = 0;
+    std::uint32_t pending = 0;  // unfinished dependencies
+    std::uint32_t route_offset = 0;
+    std::uint32_t route_length = 0;
+  };
+  struct Event {
+    double time;
+    std::uint64_t seq;  // FIFO among equal times: deterministic
+    TransferId transfer;
+    std::uint32_t packet;
+    std::uint32_t hop;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+
+  void start(TransferId t, double time);
+  void complete(TransferId t, double time);
+  void push(double time, TransferId t, std::uint32_t packet, std::uint32_t hop);
+
+  const Topology& topo_;
+  NetworkParams params_;
+  std::vector<Transfer> transfers_;
+  std::vector<LinkId> routes_;
+  std::vector<std::pair<TransferId, TransferId>> edges_;  // (before, after)
+  std::vector<std::uint32_t> succ_offset_;
+  std::vector<TransferId> succ_;
+  std::vector<double> link_free_;
+  std::vector<double> link_busy_;
+  std::vector<double> link_bw_;
+  std::vector<double> link_latency_;
+  std::vector<Event> heap_;
+  std::uint64_t seq_ = 0;
+  double makespan_ = 0;
+  bool ran_ = false;
+};
+
+}  // namespace tpusim::interconnect

@@ -1,0 +1,303 @@
+// Agreement of link-level simulated collectives with the closed forms of
+// ../shared/refs/collectives.md. Every expected value below is computed from
+// the formula written next to it, not from the simulator.
+#include "interconnect/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace tpusim::interconnect {
+namespace {
+
+constexpr double kW = 4.5e10;  // v5e one-way link bandwidth (collectives.md)
+constexpr double kH = 1e-6;    // per-hop latency (book's rule of thumb)
+constexpr double kV = 33554432;  // bf16[2048,8192]
+
+NetworkParams params(double hop_latency = kH, std::uint32_t max_packets = 64) {
+  NetworkParams p;
+  p.ici_bytes_per_s = kW;
+  p.ici_hop_latency_s = hop_latency;
+  p.packet_bytes = 4096;
+  p.max_packets_per_message = max_packets;
+  return p;
+}
+// Big systems: 16 packets per message keep Debug runs short (packet count
+// does not change an uncontended single-hop ring step: bytes/w + h either way).
+NetworkParams big_params() { return params(kH, 16); }
+
+Topology topo(std::vector<std::int64_t> dims, bool wrap) {
+  auto t = Topology::create(dims, std::vector<bool>(dims.size(), wrap));
+  EXPECT_TRUE(t.ok());
+  return std::move(t).value();
+}
+
+double sim(const Topology& t, CollectiveKind k, double bytes, const NetworkParams& p,
+           ReplicaGroups groups = {}) {
+  CollectiveSpec spec;
+  spec.kind = k;
+  spec.bytes = bytes;
+  spec.groups = std::move(groups);
+  auto r = simulate_collective(t, p, spec);
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? r->seconds : -1;
+}
+
+// --- Closed forms (collectives.md), one axis of N chips -------------------
+// Ring with wraparound (bidirectional): (N-1)/N · V/(2w) + ⌈(N-1)/2⌉·h.
+// Line (no wraparound): (N-1)/N · V/w + (N-1)·h.
+double ag_axis(double n, bool wrap, double v, double h) {
+  return wrap ? (n - 1) / n * v / (2 * kW) + std::ceil((n - 1) / 2) * h
+              : (n - 1) / n * v / kW + (n - 1) * h;
+}
+// AllToAll: ring (V/N²)·L/(2w), L = Σ_{d=1}^{N-1} min(d, N-d); line
+// (V/N²)·⌊N/2⌋⌈N/2⌉/w; plus the farthest chunk's hops (⌊N/2⌋ or N-1)·h.
+double a2a_axis(std::int64_t n, bool wrap, double v, double h) {
+  const double nn = static_cast<double>(n);
+  if (!wrap) return v / (nn * nn) * static_cast<double>((n / 2) * ((n + 1) / 2)) / kW + (nn - 1) * h;
+  double l = 0;
+  for (std::int64_t d = 1; d < n; ++d) l += static_cast<double>(std::min(d, n - d));
+  return v / (nn * nn) * l / (2 * kW) + static_cast<double>(n / 2) * h;
+}
+
+void expect_close(double simulated, double expected, double tolerance) {
+  EXPECT_NEAR(simulated / expected, 1.0, tolerance)
+      << "simulated " << simulated * 1e6 << " us, formula " << expected * 1e6 << " us";
+}
+
+// --- The worked example of collectives.md (8-ring, v5e links, h = 0) -------
+TEST(CollectivesTest, WorkedExampleBandwidthTermsOnEightRing) {
+  const Topology ring = topo({8}, true);
+  const NetworkParams p = params(0.0);
+  // 7/8 · V / 9e10 = 326.2 µs
+  expect_close(sim(ring, CollectiveKind::kAllGather, kV, p), 326.2e-6, 0.001);
+  expect_close(sim(ring, CollectiveKind::kReduceScatter, kV, p), 326.2e-6, 0.001);
+  expect_close(sim(ring, CollectiveKind::kAllReduce, kV, p), 652.4e-6, 0.001);
+  // V/64 · 16 / 9e10 = 93.2 µs
+  expect_close(sim(ring, CollectiveKind::kAllToAll, kV, p), 93.2e-6, 0.01);
+  // Without wraparound: 7/8 · V / 4.5e10 = 652.4 µs
+  expect_close(sim(topo({8}, false), CollectiveKind::kAllGather, kV, p), 652.4e-6, 0.001);
+}
+
+TEST(CollectivesTest, WorkedExampleWithHopLatency) {
+  // issue 7's example row: 326.2 µs + 4 hops of 1 µs = 330.2 µs.
+  expect_close(sim(topo({8}, true), CollectiveKind::kAllGather, kV, params()), 330.2e-6, 0.001);
+}
+
+// --- Rings of 4..16, with and without wraparound, large messages -----------
+TEST(CollectivesTest, RingsAgreeWithClosedFormsForLargeMessages) {
+  for (std::int64_t n : {4, 5, 6, 7, 8, 12, 16}) {
+    for (bool wrap : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "N=" << n << " wrap=" << wrap);
+      const Topology t = topo({n}, wrap);
+      const double nn = static_cast<double>(n);
+      const double ag = ag_axis(nn, wrap, kV, kH);
+      expect_close(sim(t, CollectiveKind::kAllGather, kV, params()), ag, 0.05);
+      expect_close(sim(t, CollectiveKind::kReduceScatter, kV, params()), ag, 0.05);
+      expect_close(sim(t, CollectiveKind::kAllReduce, kV, params()), 2 * ag, 0.05);
+      expect_close(sim(t, CollectiveKind::kAllToAll, kV, params()), a2a_axis(n, wrap, kV, kH), 0.05);
+    }
+  }
+}
+
+// --- Latency regime: tiny messages cost steps · h -------------------------
+TEST(CollectivesTest, SmallMessagesCostStepsTimesHopLatency) {
+  for (std::int64_t n : {4, 8, 16}) {
+    for (bool wrap : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "N=" << n << " wrap=" << wrap);
+      const Topology t = topo({n}, wrap);
+      const double v = 64.0 * static_cast<double>(n);  // 64 B per shard: far below w·h = 45 kB
+      const double steps = wrap ? std::ceil((static_cast<double>(n) - 1) / 2) : static_cast<double>(n - 1);
+      expect_close(sim(t, CollectiveKind::kAllGather, v, params()), ag_axis(static_cast<double>(n), wrap, v, kH), 0.10);
+      expect_close(sim(t, CollectiveKind::kAllGather, v, params()), steps * kH, 0.10);
+      expect_close(sim(t, CollectiveKind::kAllReduce, v, params()), 2 * steps * kH, 0.10);
+      expect_close(sim(t, CollectiveKind::kAllToAll, v, params()), a2a_axis(n, wrap, v, kH), 0.10);
+    }
+  }
+}
+
+// --- One axis of a torus: every parallel ring runs at once ----------------
+TEST(CollectivesTest, SingleAxisOfTorusMatchesOneRing) {
+  for (bool wrap : {true, false}) {
+    const Topology t = topo({8, 4}, wrap);
+    // groups along y (4 chips each), 8 of them in parallel on disjoint links
+    const double expected = ag_axis(4, wrap, kV, kH);
+    expect_close(sim(t, CollectiveKind::kAllGather, kV, params(), groups_spanning_axes(t, 0b10)), expected, 0.05);
+    expect_close(sim(t, CollectiveKind::kAllReduce, kV, params(), groups_spanning_axes(t, 0b01)),
+                 2 * ag_axis(8, wrap, kV, kH), 0.05);
+  }
+}
+
+// --- Whole tori: per-axis phases ------------------------------------------
+// RS phases x, y, z on data V, V/Nx, V/(NxNy); AG phases z, y, x on held data
+// V/N, V/N·Nz, V/N·NzNy (shard = held data). Each phase is one axis formula.
+double ag_torus(const std::vector<std::int64_t>& dims, bool wrap, double v, double h) {
+  double n = 1;
+  for (auto d : dims) n *= static_cast<double>(d);
+  double held = v / n, total = 0;
+  for (size_t k = dims.size(); k-- > 0;) {
+    const double nk = static_cast<double>(dims[k]);
+    total += ag_axis(nk, wrap, held * nk, h);  // one axis with V_k = held·N_k
+    held *= nk;
+  }
+  return total;
+}
+double rs_torus(const std::vector<std::int64_t>& dims, bool wrap, double v, double h) {
+  double data = v, total = 0;
+  for (auto d : dims) {
+    total += ag_axis(static_cast<double>(d), wrap, data, h);
+    data /= static_cast<double>(d);
+  }
+  return total;
+}
+// AllToAll on a torus with dimension-ordered routing: the busiest axis.
+double a2a_torus(const std::vector<std::int64_t>& dims, bool wrap, double v, double h) {
+  double n = 1;
+  for (auto d : dims) n *= static_cast<double>(d);
+  double bw = 0, lat = 0;
+  for (auto d : dims) {
+    const double na = static_cast<double>(d);
+    // one axis's link load = (N/N_a) times that of an N_a ring with V_a = V·N_a²/N² ...
+    // written directly: chunk V/N², (N/N_a)·L_a/2 chunks per link direction (ring),
+    // (N/N_a)·⌊N_a/2⌋⌈N_a/2⌉ on the middle link of a line.
+    double load;
+    if (wrap) {
+      double l = 0;
+      for (std::int64_t k = 1; k < d; ++k) l += static_cast<double>(std::min(k, d - k));
+      load = (n / na) * l / 2;
+    } else {
+      load = (n / na) * static_cast<double>((d / 2) * ((d + 1) / 2));
+    }
+    bw = std::max(bw, v / (n * n) * load / kW);
+    lat += (wrap ? static_cast<double>(d / 2) : na - 1) * h;
+  }
+  return bw + lat;
+}
+
+TEST(CollectivesTest, WholeToriAgreeWithPerAxisPhaseClosedForms) {
+  struct Case {
+    std::vector<std::int64_t> dims;
+    bool wrap;
+  };
+  for (const Case& c : {Case{{4, 4}, true}, Case{{4, 4}, false}, Case{{16, 16}, true},
+                        Case{{16, 16}, false}, Case{{4, 4, 4}, true}, Case{{8, 8, 8}, true},
+                        Case{{8, 8, 8}, false}}) {
+    SCOPED_TRACE(testing::Message() << c.dims.size() << "D " << c.dims[0] << " wrap=" << c.wrap);
+    const Topology t = topo(c.dims, c.wrap);
+    const double ag = ag_torus(c.dims, c.wrap, kV, kH);
+    const double rs = rs_torus(c.dims, c.wrap, kV, kH);
+    expect_close(sim(t, CollectiveKind::kAllGather, kV, big_params()), ag, 0.05);
+    expect_close(sim(t, CollectiveKind::kReduceScatter, kV, big_params()), rs, 0.05);
+    expect_close(sim(t, CollectiveKind::kAllReduce, kV, big_params()), rs + ag, 0.05);
+    // Latency regime: 64 B shards, time = Σ_axes steps · h for each of RS and AG.
+    const double tiny = 64.0 * static_cast<double>(t.num_devices());
+    expect_close(sim(t, CollectiveKind::kAllReduce, tiny, big_params()),
+                 rs_torus(c.dims, c.wrap, tiny, kH) + ag_torus(c.dims, c.wrap, tiny, kH), 0.10);
+  }
+}
+
+TEST(CollectivesTest, TorusAllToAllMatchesBusiestAxis) {
+  struct Case {
+    std::vector<std::int64_t> dims;
+    bool wrap;
+  };
+  for (const Case& c : {Case{{4, 4}, true}, Case{{4, 4}, false}, Case{{8, 8}, true}, Case{{4, 4, 4}, true}}) {
+    SCOPED_TRACE(testing::Message() << c.dims.size() << "D " << c.dims[0] << " wrap=" << c.wrap);
+    const Topology t = topo(c.dims, c.wrap);
+    double n = 1;
+    double farthest = 0;  // hops of the farthest chunk: Σ_a ⌊N_a/2⌋ (ring) or N_a-1 (line)
+    for (auto d : c.dims) {
+      n *= static_cast<double>(d);
+      farthest += c.wrap ? static_cast<double>(d / 2) : static_cast<double>(d - 1);
+    }
+    // Bandwidth regime: 1 MiB chunks (V/N² each); the busiest axis' load.
+    const double big = n * n * 1048576;
+    expect_close(sim(t, CollectiveKind::kAllToAll, big, big_params()), a2a_torus(c.dims, c.wrap, big, kH), 0.05);
+    // Latency regime: 64-byte chunks arrive after the farthest chunk's hops.
+    const double tiny = n * n * 64;
+    expect_close(sim(t, CollectiveKind::kAllToAll, tiny, params()), farthest * kH, 0.10);
+  }
+}
+
+// --- Contention emerges from shared links ---------------------------------
+TEST(CollectivesTest, GroupsSharingLinksContend) {
+  // 8-ring, two interleaved flat-ring groups {0,2,4,6} and {1,3,5,7}: every
+  // logical hop is 2 physical hops, and both groups use every link, so each
+  // link carries twice a single group's traffic: 2 · (3/4 · V/(2w)) plus
+  // per step 2 hops of latency (2 steps).
+  const Topology t = topo({8}, true);
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kAllGather;
+  spec.bytes = kV;
+  spec.groups = {{0, 2, 4, 6}, {1, 3, 5, 7}};
+  auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "flat-ring");
+  expect_close(r->seconds, 2 * (3.0 / 4 * kV / (2 * kW)) + 2 * 2 * kH, 0.05);
+  // One group alone gets the links to itself: half the bandwidth time.
+  spec.groups = {{0, 2, 4, 6}};
+  auto alone = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(alone.ok());
+  expect_close(alone->seconds, 3.0 / 4 * kV / (2 * kW) + 2 * 2 * kH, 0.05);
+}
+
+TEST(CollectivesTest, ReportsAlgorithmAndRejectsBadGroups) {
+  const Topology t = topo({4, 4}, true);
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kAllReduce;
+  spec.bytes = 1 << 20;
+  auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "per-axis-ring(x:ring,y:ring)");
+  spec.algorithm = CollectiveAlgorithm::kFlatRing;
+  r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "flat-ring");
+  spec.groups = {{0, 1}, {1, 2}};
+  EXPECT_FALSE(simulate_collective(t, params(), spec).ok());
+  spec.groups = {{0, 99}};
+  EXPECT_FALSE(simulate_collective(t, params(), spec).ok());
+  spec.groups = {};
+  spec.algorithm = CollectiveAlgorithm::kDirect;
+  EXPECT_FALSE(simulate_collective(t, params(), spec).ok());
+}
+
+TEST(CollectivesTest, ReductionCostHookDelaysReduceScatter) {
+  // 4-ring RS: each flow's second hop waits for one reduction of the first
+  // hop's bytes, and each owner reduces its two incoming partials at the end.
+  const Topology t = topo({4}, true);
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kReduceScatter;
+  spec.bytes = kV;
+  spec.reduction_cost = [](double) { return 10e-6; };
+  auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  expect_close(r->seconds, ag_axis(4, true, kV, kH) + 2 * 10e-6, 0.01);
+}
+
+TEST(CollectivesTest, CollectivePermuteOneHopAndAcrossTheRing) {
+  const Topology t = topo({8}, true);
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kCollectivePermute;
+  spec.bytes = kV;
+  for (DeviceId d = 0; d < 8; ++d) spec.source_target_pairs.emplace_back(d, (d + 1) % 8);
+  auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  expect_close(r->seconds, kV / kW + kH, 0.01);  // one hop, own link
+}
+
+TEST(CollectivesTest, IotaReplicaGroupsExpand) {
+  // [2,4]<=[4,2]T(1,0): iota(8) as 4x2, transposed to 2x4 -> {0,2,4,6},{1,3,5,7}
+  auto g = expand_iota_groups(2, 4, {4, 2}, {1, 0});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(*g, (ReplicaGroups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  auto plain = expand_iota_groups(2, 4, {8}, {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain, (ReplicaGroups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_FALSE(expand_iota_groups(2, 4, {3, 2}, {}).ok());
+}
+
+}  // namespace
+}  // namespace tpusim::interconnect
