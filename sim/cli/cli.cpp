@@ -5,6 +5,7 @@
 #include <functional>
 #include <iostream>
 
+#include "sim/cli/commands.h"
 #include "sim/cli/config_command.h"
 
 namespace tpusim::cli {
@@ -61,12 +62,18 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   auto* run_cmd = app.add_subcommand("run", "Compile (HLO) or assemble (.tasm) a program and simulate it");
   run_cmd->add_option("input", input, "model.hlo or prog.tasm")->required();
   add_common_options(*run_cmd, opt);
-  run_cmd->callback([&] { action = not_built("run", 5, err); });
+  RunOptions run_opt;
+  run_cmd->add_option("--trace", run_opt.trace_path, "Write a Chrome/Perfetto trace (JSON) of every unit")
+      ->type_name("FILE");
+  run_cmd->add_option("--trace-merge-us", run_opt.trace_merge_us,
+                      "Merge consecutive same-op slices on a track closer than this (microseconds)")
+      ->capture_default_str();
+  run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
   analyze->add_option("input", input, "model.hlo")->required();
   add_common_options(*analyze, opt);
-  analyze->callback([&] { action = not_built("analyze", 4, err); });
+  analyze->callback([&] { action = [&] { return cmd_analyze(opt, input, out, err); }; });
 
   auto* lower = app.add_subcommand("lower", "Compile an HLO module to tpusim assembly");
   lower->add_option("input", input, "model.hlo")->required();
@@ -76,7 +83,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   auto* check = app.add_subcommand("check", "Verify an assembly program (bounds, hazards, deadlocks)");
   check->add_option("input", input, "prog.tasm")->required();
   add_common_options(*check, opt);
-  check->callback([&] { action = not_built("check", 5, err); });
+  check->callback([&] { action = [&] { return cmd_check(opt, input, out, err); }; });
 
   auto* sweep = app.add_subcommand("sweep", "Run a design-space sweep from a YAML spec");
   sweep->add_option("spec", input, "sweep.yaml")->required();
@@ -87,8 +94,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string kind;
   validate->add_option("kind", kind, "systolic | collective | step | roofline")->required();
   validate->add_option("file", input, "reference CSV")->required();
+  std::string tolerance;
+  validate->add_option("--tolerance", tolerance, "Largest allowed relative error, e.g. 1% or 0.01 (default: per kind)");
   add_common_options(*validate, opt, false);
-  validate->callback([&] { action = not_built("validate " + kind, 9, err); });
+  validate->callback([&] { action = [&] { return cmd_validate(opt, kind, input, tolerance, out, err); }; });
 
   auto* compare = app.add_subcommand("compare", "Compare two HLO modules on the same chip");
   std::vector<std::string> pair;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/wait.h>
+#include <set>
+#include <cmath>
 
 #include "sim/cli/config_command.h"
 
@@ -126,6 +128,139 @@ TEST(Cli, BinaryExitCodes) {
   EXPECT_EQ(status("config show --chip v7"), 0);
   EXPECT_EQ(status("config show --chip nope"), 2);
   EXPECT_EQ(status("--bogus"), 2);
+}
+
+}  // namespace
+}  // namespace tpusim::cli
+
+namespace tpusim::cli {
+namespace {
+
+const std::string kSrc = TPUSIM_SOURCE_DIR;
+
+TEST(CliRun, RunsAnAssemblyProgramAndReportsJson) {
+  const auto r = tpusim({"run", kSrc + "/workloads/asm/matmul.tasm", "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["finished"].get<bool>());
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  // The program multiplies 256x256 by 256x256: 2 x 256^3 FLOPs on the MXU.
+  EXPECT_DOUBLE_EQ(j["mxu"]["flops"].get<double>(), 2.0 * 256 * 256 * 256);
+  // It reads x and w (2 x 128 KiB bf16) and writes y (256 KiB f32) through HBM.
+  EXPECT_DOUBLE_EQ(j["hbm"]["bytes"].get<double>(), 2 * 131072 + 262144);
+  ASSERT_FALSE(j["ops"].empty());
+  EXPECT_EQ(j["ops"][0]["name"], "dot.1");
+}
+
+TEST(CliRun, WritesTraceAndStats) {
+  const std::string dir = ::testing::TempDir() + "tpusim_run_out";
+  const std::string trace = ::testing::TempDir() + "tpusim_trace.json";
+  const auto r = tpusim({"run", kSrc + "/workloads/asm/layernorm.tasm", "--out", dir, "--trace", trace, "-q"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  std::ifstream t(trace);
+  const auto j = nlohmann::json::parse(t);
+  std::set<std::string> tracks;
+  int slices = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "X") ++slices;
+  }
+  EXPECT_TRUE(tracks.count("vpu") == 1 && tracks.count("xlu0") == 1 && tracks.count("dma0") == 1);
+  EXPECT_GT(slices, 3);
+  std::ifstream s(dir + "/stats.json");
+  const auto stats = nlohmann::json::parse(s);
+  EXPECT_GT(stats["chip0.core0.cycles"]["value"].get<double>(), 0);
+}
+
+TEST(CliRun, IllegalProgramIsNotSimulated) {
+  const auto r = tpusim({"run", kSrc + "/workloads/asm/broken.tasm"});
+  EXPECT_EQ(r.code, kFailure);
+  EXPECT_THAT(r.err, HasSubstr("not simulated"));
+}
+
+TEST(CliRun, MissingFileAndSyntaxErrorsAreInputErrors) {
+  EXPECT_EQ(tpusim({"run", "/nonexistent.tasm"}).code, kUsageError);
+  const std::string bad = ::testing::TempDir() + "bad.tasm";
+  std::ofstream(bad) << ".buffer a vmem f32 [8, 128]\nvpu.frob dst=a a=a\n";
+  const auto r = tpusim({"run", bad});
+  EXPECT_EQ(r.code, kUsageError);
+  EXPECT_THAT(r.err, HasSubstr(":2:"));
+}
+
+TEST(CliCheck, BrokenProgramFailsCleanOnePasses) {
+  const auto bad = tpusim({"check", kSrc + "/workloads/asm/broken.tasm"});
+  EXPECT_EQ(bad.code, kFailure);
+  EXPECT_THAT(bad.out, HasSubstr("[deadlock]"));
+  EXPECT_THAT(bad.out, HasSubstr("broken.tasm:20:1"));
+  const auto good = tpusim({"check", kSrc + "/workloads/asm/matmul.tasm"});
+  EXPECT_EQ(good.code, kOk) << good.out;
+  EXPECT_THAT(good.out, HasSubstr("ok"));
+}
+
+TEST(CliValidate, SystolicReferenceRowsPassThroughTheMxuModule) {
+  const auto r = tpusim({"validate", "systolic", kSrc + "/tests/validation/refs/scalesim_systolic.csv", "--format",
+                         "json"});
+  ASSERT_EQ(r.code, kOk) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["failures"], 0);
+  EXPECT_EQ(j["rows"].size(), 26u);
+  for (const auto& row : j["rows"]) EXPECT_LE(std::fabs(row["error"].get<double>()), 0.01) << row["layer"];
+}
+
+TEST(CliValidate, SharedScaleSimFileWhenPresent) {
+  const std::string path = std::string(TPUSIM_SHARED_DIR) + "/refs/scalesim/systolic_shared.csv";
+  if (!std::ifstream(path).good()) GTEST_SKIP() << "../shared/refs not present: " << path;
+  EXPECT_EQ(tpusim({"validate", "systolic", path}).code, kOk);
+}
+
+TEST(CliValidate, RowOutsideToleranceFailsAndMalformedFileIsAnInputError) {
+  const std::string off = ::testing::TempDir() + "off.csv";
+  // 128x128x128 on 128x128 ws is 509 cycles; 600 is 15% off.
+  std::ofstream(off) << "layer,M,K,N,rows,cols,dataflow,ref_compute_cycles\nx,128,128,128,128,128,ws,600\n";
+  EXPECT_EQ(tpusim({"validate", "systolic", off}).code, kFailure);
+  EXPECT_EQ(tpusim({"validate", "systolic", off, "--tolerance", "20%"}).code, kOk);
+  const std::string bad = ::testing::TempDir() + "bad.csv";
+  std::ofstream(bad) << "layer,M,K,N,rows,cols,dataflow,ref_compute_cycles\nx,128,abc,128,128,128,ws,600\n";
+  const auto r = tpusim({"validate", "systolic", bad});
+  EXPECT_EQ(r.code, kUsageError);
+  EXPECT_THAT(r.err, HasSubstr("bad.csv:2:7"));
+  const std::string cols = ::testing::TempDir() + "cols.csv";
+  std::ofstream(cols) << "layer,M,K\nx,1,2\n";
+  EXPECT_THAT(tpusim({"validate", "systolic", cols}).err, HasSubstr("missing column(s) N"));
+  EXPECT_EQ(tpusim({"validate", "systolic", off, "--tolerance", "lots"}).code, kUsageError);
+}
+
+TEST(CliAnalyze, CorpusModuleJsonTotals) {
+  const std::string path = std::string(TPUSIM_SHARED_DIR) +
+                           "/refs/hlo-corpus/files/openxla_xla__xla__backends__gpu__tests__dot_bf16.hlo";
+  if (!std::ifstream(path).good()) GTEST_SKIP() << "../shared/refs not present: " << path;
+  const auto r = tpusim({"analyze", path, "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& total = j.contains("modules") ? j["modules"][0]["total"] : j["total"];
+  for (const char* k : {"flops", "transcendentals", "bytes_accessed", "collective_bytes", "bound_time_s", "bound"}) {
+    EXPECT_TRUE(total.contains(k)) << k;
+  }
+}
+
+TEST(CliAnalyze, HandWrittenDotIsComputeBoundAtPeak) {
+  // bf16 [4096,4096] x [4096,4096]: 2 x 4096^3 = 1.374e11 FLOP; bytes
+  // 3 x 4096^2 x 2 = 100.7 MB. Intensity 1365 > v5e's 240, so compute-bound:
+  // 1.374e11 / 196.608e12 = 0.699 ms.
+  const std::string path = ::testing::TempDir() + "dot.hlo";
+  std::ofstream(path) << "HloModule m\nENTRY e {\n  a = bf16[4096,4096] parameter(0)\n"
+                         "  b = bf16[4096,4096] parameter(1)\n"
+                         "  ROOT d = bf16[4096,4096] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+  const auto r = tpusim({"analyze", path, "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["total"]["flops"].get<double>(), 2.0 * 4096 * 4096 * 4096);
+  EXPECT_NEAR(j["total"]["bound_time_s"].get<double>(), 2.0 * 4096 * 4096 * 4096 / 196.608e12, 1e-9);
+  EXPECT_EQ(j["total"]["bound"], "compute");
+  std::ofstream(path) << "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[5] negate(a)\n}\n";
+  const auto bad = tpusim({"analyze", path});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("dot.hlo:4:"));
 }
 
 }  // namespace

@@ -1,0 +1,168 @@
+#include "sim/cli/commands.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "common/csv.h"
+#include "isa/assembler.h"
+#include "isa/hlo/analysis.h"
+#include "isa/verifier.h"
+#include "sim/cli/config_command.h"
+#include "sim/report.h"
+#include "sim/simulate.h"
+#include "sim/validate_systolic.h"
+
+namespace tpusim::cli {
+namespace {
+
+bool has_suffix(const std::string& s, std::string_view suffix) { return s.ends_with(suffix); }
+
+bool is_hlo(const std::string& path) {
+  return has_suffix(path, ".hlo") || has_suffix(path, ".txt") || has_suffix(path, ".hlotxt");
+}
+
+bool read_text(const std::string& path, std::string& text, std::ostream& err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    err << fmt::format("{}: error: cannot open file\n", path);
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
+}
+
+}  // namespace
+
+int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  std::string text;
+  if (!read_text(input, text, err)) return kUsageError;
+  auto prog = isa::assemble(text, input);
+  if (!prog.ok()) {
+    err << format_all(prog.errors());
+    return kUsageError;
+  }
+  const isa::VerifyReport report = isa::verify(*prog, cfg.chip, text);
+  if (opt.format == Format::kJson) {
+    nlohmann::json j;
+    j["program"] = input;
+    j["chip"] = cfg.chip.name;
+    j["ok"] = report.ok();
+    j["summary"] = report.format_summary();
+    nlohmann::json issues = nlohmann::json::array();
+    for (const auto& i : report.issues) {
+      issues.push_back({{"kind", isa::name(i.kind)}, {"file", i.diagnostic.file}, {"line", i.diagnostic.line},
+                        {"column", i.diagnostic.column}, {"message", i.diagnostic.message}});
+    }
+    j["issues"] = issues;
+    out << j.dump(2) << "\n";
+  } else {
+    if (!report.ok()) out << format_all(report.diagnostics());
+    out << input << ": " << report.format_summary() << "\n";
+  }
+  return report.ok() ? kOk : kFailure;
+}
+
+int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
+            std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  if (is_hlo(input)) {
+    err << fmt::format(
+        "tpusim run {}: compiling HLO to the ISA is not implemented in this build yet (tracked in issue 6); "
+        "`tpusim analyze` gives the roofline of the module today.\n",
+        input);
+    return kUsageError;
+  }
+  std::string text;
+  if (!read_text(input, text, err)) return kUsageError;
+  auto prog = isa::assemble(text, input);
+  if (!prog.ok()) {
+    err << format_all(prog.errors());
+    return kUsageError;
+  }
+  // Run only legal programs: the verifier's findings would make the timing meaningless.
+  const isa::VerifyReport report = isa::verify(*prog, cfg.chip, text);
+  const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
+  if (!report.ok() && !only_deadlock) {
+    err << format_all(report.diagnostics());
+    err << fmt::format("{}: {}; not simulated (see `tpusim check`)\n", input, report.format_summary());
+    return kFailure;
+  }
+  SimOptions sim;
+  sim.trace_path = run.trace_path;
+  sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
+  auto result = simulate(cfg.chip, std::move(prog).value(), sim);
+  if (!result.ok()) {
+    err << format_all(result.errors());
+    return kFailure;
+  }
+  const ReportInput in{input, &cfg.chip, &*result};
+  const nlohmann::json j = report_json(in);
+  if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
+  if (opt.format == Format::kJson) {
+    out << j.dump(2) << "\n";
+  } else if (opt.verbosity >= 0 || !result->finished) {
+    out << report_text(in);
+  }
+  if (!result->finished) {
+    for (const auto& b : result->blocked) err << fmt::format("{}: deadlock: {}\n", input, b);
+    return kFailure;
+  }
+  return kOk;
+}
+
+int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  const hlo::RooflineRates rates = hlo::RooflineRates::from_figures(derive(cfg.chip));
+  const hlo::AnalyzeFormat f = opt.format == Format::kJson  ? hlo::AnalyzeFormat::kJson
+                               : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
+                                                            : hlo::AnalyzeFormat::kText;
+  auto r = hlo::analyze_hlo_file(input, rates, f);
+  if (!r.ok()) {
+    err << format_all(r.errors());
+    return kUsageError;
+  }
+  if (!write_output_file(opt, opt.format == Format::kJson ? "analysis.json" : opt.format == Format::kCsv ? "analysis.csv" : "analysis.txt", *r, err)) {
+    return kUsageError;
+  }
+  if (opt.format != Format::kText) {
+    out << *r;
+  } else {
+    out << fmt::format("chip {}: bf16 peak {:.4g} TFLOP/s, HBM {:.4g} GB/s, ICI {:.4g} GB/s per chip\n", cfg.chip.name,
+                       derive(cfg.chip).peak_flops_bf16 / 1e12, cfg.chip.hbm.bandwidth / 1e9,
+                       derive(cfg.chip).ici_bytes_per_s_per_chip / 1e9)
+        << *r;
+  }
+  return kOk;
+}
+
+int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,
+                 const std::string& tolerance, std::ostream& out, std::ostream& err) {
+  double tol = 0.01;
+  if (!tolerance.empty() && !parse_tolerance(tolerance, tol)) {
+    err << fmt::format("--tolerance: error: expected a percentage like 1% or a fraction like 0.01, got '{}'\n",
+                       tolerance);
+    return kUsageError;
+  }
+  if (kind == "systolic") {
+    return validate_systolic_csv(file, tolerance.empty() ? 0.01 : tol, opt.format == Format::kJson, out, err);
+  }
+  if (kind == "collective" || kind == "step" || kind == "roofline") {
+    err << fmt::format("tpusim validate {}: not implemented in this build yet (tracked in issue {}); nothing was run.\n",
+                       kind, kind == "collective" ? 7 : 9);
+    return kUsageError;
+  }
+  err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
+  return kUsageError;
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,23 @@
+// Subcommands that take an input file: run, check, analyze, validate.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "sim/cli/cli.h"
+
+namespace tpusim::cli {
+
+struct RunOptions {
+  std::string trace_path;  // --trace FILE
+  double trace_merge_us = 0;
+};
+
+int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
+            std::ostream& err);
+int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
+int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
+int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,
+                 const std::string& tolerance, std::ostream& out, std::ostream& err);
+
+}  // namespace tpusim::cli

@@ -1,0 +1,143 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "common/units.h"
+
+namespace tpusim {
+namespace {
+
+using nlohmann::json;
+
+struct UnitRow {
+  std::string name;
+  double busy_cycles;
+  double instructions;
+  double dep_stall_cycles;
+};
+
+std::vector<UnitRow> unit_rows(const StatsRegistry& s) {
+  // Units are the stats named chip0.core0.<unit>.busy_cycles.
+  std::vector<UnitRow> rows;
+  const std::string prefix = "chip0.core0.";
+  for (const auto& [name, stat] : s.all()) {
+    if (!name.starts_with(prefix) || !name.ends_with(".busy_cycles")) continue;
+    const std::string unit = name.substr(prefix.size(), name.size() - prefix.size() - std::string(".busy_cycles").size());
+    if (unit.find('.') != std::string::npos || unit == "vmem") continue;
+    rows.push_back({unit, stat.value, s.value(prefix + unit + ".instructions"),
+                    s.value(prefix + unit + ".dependency_stall_cycles")});
+  }
+  return rows;
+}
+
+// Peak FLOP/s of the one core the program runs on.
+double core_peak_flops(const ChipConfig& c) {
+  return static_cast<double>(c.core.mxu.count) * static_cast<double>(c.core.mxu.rows) *
+         static_cast<double>(c.core.mxu.cols) * 2 * c.clock * c.core.mxu.rate.bf16;
+}
+
+}  // namespace
+
+json report_json(const ReportInput& in) {
+  const ChipConfig& c = *in.chip;
+  const SimResult& r = *in.result;
+  const StatsRegistry& s = r.stats;
+  const double t = r.seconds;
+  const double total_cycles = std::max(r.cycles, 1.0);
+  json j;
+  j["program"] = in.program;
+  j["chip"] = c.name;
+  j["finished"] = r.finished;
+  j["step_time_s"] = t;
+  j["cycles"] = r.cycles;
+  json units = json::object();
+  double mxu_flops = 0;
+  for (const auto& u : unit_rows(s)) {
+    units[u.name] = {{"busy_cycles", u.busy_cycles},
+                     {"utilization", u.busy_cycles / total_cycles},
+                     {"instructions", u.instructions},
+                     {"dependency_stall_cycles", u.dep_stall_cycles}};
+    if (u.name.starts_with("mxu")) mxu_flops += s.value("chip0.core0." + u.name + ".flops");
+  }
+  j["units"] = units;
+  const double peak = core_peak_flops(c);
+  j["mxu"] = {{"flops", mxu_flops}, {"peak_flops_per_s", peak},
+              {"flop_utilization", t > 0 && peak > 0 ? mxu_flops / (t * peak) : 0.0}};
+  const double hbm_bytes = s.value("chip0.hbm.read_bytes") + s.value("chip0.hbm.write_bytes");
+  j["hbm"] = {{"bytes", hbm_bytes},
+              {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
+              {"bytes_per_s", t > 0 ? hbm_bytes / t : 0.0},
+              {"bandwidth_utilization", t > 0 ? hbm_bytes / (t * c.hbm.bandwidth) : 0.0}};
+  j["vmem"] = {{"bytes", s.value("chip0.core0.vmem.bytes")},
+               {"utilization", s.value("chip0.core0.vmem.busy_cycles") / total_cycles}};
+  j["stalls"] = {{"sequencer_semaphore_cycles", s.value("chip0.core0.sequencer.stall_semaphore_cycles")},
+                 {"sequencer_queue_full_cycles", s.value("chip0.core0.sequencer.stall_queue_full_cycles")},
+                 {"sequencer_barrier_cycles", s.value("chip0.core0.sequencer.stall_barrier_cycles")}};
+  json ops = json::array();
+  for (const auto& p : r.provenance) {
+    const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
+    const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
+    ops.push_back({{"name", p.name},
+                   {"time_s", p.stats.attributed_s},
+                   {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
+                   {"busy_s", p.stats.busy_s},
+                   {"instructions", p.stats.instructions},
+                   {"flops", p.stats.flops},
+                   {"transcendentals", p.stats.transcendentals},
+                   {"hbm_bytes", p.stats.hbm_bytes},
+                   {"bound_time_s", std::max(compute_s, memory_s)},
+                   {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
+  }
+  j["ops"] = ops;
+  j["notes"] = r.notes;
+  j["blocked"] = r.blocked;
+  j["stats"] = s.to_json();
+  return j;
+}
+
+std::string report_text(const ReportInput& in) {
+  const json j = report_json(in);
+  const ChipConfig& c = *in.chip;
+  std::string o;
+  o += fmt::format("program {} on {} ({} @ {})\n", in.program, c.name,
+                   fmt::format("{} MXU {}x{}", c.core.mxu.count, c.core.mxu.rows, c.core.mxu.cols),
+                   format_quantity(c.clock, Dimension::kHertz));
+  if (!in.result->finished) {
+    o += "DEADLOCK: the simulation ran out of events before the program finished\n";
+    for (const auto& b : in.result->blocked) o += "  " + b + "\n";
+  }
+  o += fmt::format("total        {:.0f} cycles = {:.3f} us\n", j["cycles"].get<double>(),
+                   j["step_time_s"].get<double>() * 1e6);
+  o += fmt::format("MXU          {} FLOP, {:.1f}% of the core's bf16 peak ({})\n",
+                   format_si(j["mxu"]["flops"].get<double>(), ""), 100 * j["mxu"]["flop_utilization"].get<double>(),
+                   format_si(j["mxu"]["peak_flops_per_s"].get<double>(), "FLOP/s"));
+  o += fmt::format("HBM          {} moved, {}, {:.1f}% of {}\n", format_si(j["hbm"]["bytes"].get<double>(), "B"),
+                   format_si(j["hbm"]["bytes_per_s"].get<double>(), "B/s"),
+                   100 * j["hbm"]["bandwidth_utilization"].get<double>(),
+                   format_si(c.hbm.bandwidth, "B/s"));
+  o += fmt::format("VMEM         {} moved, bandwidth {:.1f}% busy\n", format_si(j["vmem"]["bytes"].get<double>(), "B"),
+                   100 * j["vmem"]["utilization"].get<double>());
+  o += "\nunit         busy cycles   util   instructions   operand stalls\n";
+  for (const auto& [name, u] : j["units"].items()) {
+    if (u["instructions"].get<double>() == 0) continue;
+    o += fmt::format("{:<12} {:>11.0f} {:>5.1f}% {:>14.0f} {:>16.0f}\n", name, u["busy_cycles"].get<double>(),
+                     100 * u["utilization"].get<double>(), u["instructions"].get<double>(),
+                     u["dependency_stall_cycles"].get<double>());
+  }
+  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles\n",
+                   j["stalls"]["sequencer_semaphore_cycles"].get<double>(),
+                   j["stalls"]["sequencer_queue_full_cycles"].get<double>(),
+                   j["stalls"]["sequencer_barrier_cycles"].get<double>());
+  o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
+  for (const auto& op : j["ops"]) {
+    o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}\n", op["name"].get<std::string>(),
+                     op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                     format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
+                     op["bound"].get<std::string>());
+  }
+  for (const auto& n : in.result->notes) o += "note: " + n + "\n";
+  return o;
+}
+
+}  // namespace tpusim
