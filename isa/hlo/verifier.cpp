@@ -1,5 +1,6 @@
 #include "isa/hlo/verifier.h"
 
+#include "isa/hlo/lexer.h"
 #include "isa/hlo/shape_inference.h"
 #include "isa/hlo/source.h"
 
@@ -59,7 +60,34 @@ class Verifier {
                                      c.signature_result()->to_string(false));
   }
 
+  // A constant's literal must hold one value per element (elided `{...}`
+  // and complex/tuple literals are not counted; a single unbraced value
+  // fills the whole array).
+  void check_literal(const Instruction& inst) {
+    const Shape& s = inst.shape();
+    if (!s.is_array() || element_type_kind(s.element_type()) == 'c' || s.has_dynamic_dims()) return;
+    Lexer lex(inst.literal());
+    std::int64_t leaves = 0;
+    bool braced = false;
+    while (lex.peek().kind != Tok::kEof) {
+      const Token t = lex.next();
+      if (t.kind == Tok::kLParen || t.kind == Tok::kError) return;
+      braced |= t.kind == Tok::kLBrace;
+      if (t.kind == Tok::kWord) {
+        if (lex.text(t) == "...") return;
+        ++leaves;
+      }
+    }
+    // XLA also accepts one unbraced value for a whole array (a splat).
+    if (!braced && leaves == 1) return;
+    if (leaves != s.element_count())
+      report(inst.offset(), "constant '%" + std::string(inst.name()) + "' has " + std::to_string(leaves) +
+                                " values but its shape " + s.to_string(false) + " has " +
+                                std::to_string(s.element_count()) + " elements");
+  }
+
   void check(const Instruction& inst) {
+    if (inst.opcode() == Opcode::kConstant) return check_literal(inst);
     const int arity = opcode_arity(inst.opcode());
     const OpCategory cat = opcode_category(inst.opcode());
     const bool fixed = cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary ||

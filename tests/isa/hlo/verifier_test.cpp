@@ -118,6 +118,14 @@ TEST(HloVerifier, TuplesAndSignatures) {
   EXPECT_NE(f.errors()[0].message.find("signature declares f32[3]"), std::string::npos);
 }
 
+TEST(HloVerifier, ConstantsHoldOneValuePerElement) {
+  expect_ok(" a = f32[2,3] constant({ { 1, 2, 3 }, { 4, 5, 6 } })\n b = s32[15] constant({...})\n"
+            " splat = f32[3,3] constant(1)\n"
+            " ROOT c = f32[] constant(-inf)\n");
+  expect_bad(" ROOT a = f32[2,3] constant({ { 1, 2, 3 }, { 4, 5 } })\n",
+             "constant '%a' has 5 values but its shape f32[2,3] has 6 elements");
+}
+
 TEST(HloVerifier, ChecksCanBeTurnedOff) {
   ParsedFile f = parse_hlo("HloModule m\nENTRY e {\n a = f32[2] parameter(0)\n ROOT b = f32[5] negate(a)\n}\n",
                            "v.hlo", ParseOptions{.verify_shapes = false});
