@@ -1,0 +1,104 @@
+// The packet engine on its own: expected times from bytes/bandwidth and hop
+// latency, derived by hand in each comment.
+#include "interconnect/network.h"
+
+#include <gtest/gtest.h>
+
+namespace tpusim::interconnect {
+namespace {
+
+constexpr double kW = 4.5e10;
+constexpr double kH = 1e-6;
+
+NetworkParams params() {
+  NetworkParams p;
+  p.ici_bytes_per_s = kW;
+  p.ici_hop_latency_s = kH;
+  p.packet_bytes = 4096;
+  p.max_packets_per_message = 64;
+  p.dcn_bytes_per_s = 6.25e9;
+  p.dcn_latency_s = 10e-6;
+  return p;
+}
+
+Topology line(std::int64_t n) { return Topology::create({n}, {false}).value(); }
+
+TEST(NetworkTest, OneHopCostsBytesOverBandwidthPlusLatency) {
+  const Topology t = line(2);
+  Network net(t, params());
+  const TransferId m = net.add_transfer(0, 1, 1 << 20);
+  const auto stats = net.run();
+  EXPECT_DOUBLE_EQ(net.finish_time(m), (1 << 20) / kW + kH);  // 23.30 µs + 1 µs
+  EXPECT_EQ(stats.packets, 64u);  // 1 MiB / 4 KiB = 256, capped at 64
+}
+
+TEST(NetworkTest, MultiHopMessagesPipelineByPacket) {
+  // 7 hops, 64 packets, cut-through: bytes/w + 7h, not 7·bytes/w.
+  const Topology t = line(8);
+  Network net(t, params());
+  const double bytes = 64.0 * 65536;
+  const TransferId m = net.add_transfer(0, 7, bytes);
+  net.run();
+  EXPECT_NEAR(net.finish_time(m), bytes / kW + 7 * kH, 1e-12);
+}
+
+TEST(NetworkTest, MessagesSharingALinkShareItsBandwidth) {
+  // 0->2 and 1->3 both cross link 1->2; 0->1 and 2->3 only start them.
+  const Topology t = line(4);
+  Network net(t, params());
+  const double bytes = 1 << 22;
+  const TransferId a = net.add_transfer(0, 2, bytes);
+  const TransferId b = net.add_transfer(1, 3, bytes);
+  net.run();
+  const double both = 2 * bytes / kW;  // link 1->2 carries both messages
+  EXPECT_NEAR(std::max(net.finish_time(a), net.finish_time(b)) / both, 1.0, 0.03);
+  // Alone, one message takes half that.
+  Network alone(t, params());
+  const TransferId c = alone.add_transfer(0, 2, bytes);
+  alone.run();
+  EXPECT_NEAR(alone.finish_time(c), bytes / kW + 2 * kH, 1e-12);
+}
+
+TEST(NetworkTest, DependenciesAndJoinsOrderTransfers) {
+  const Topology t = line(2);
+  Network net(t, params());
+  const double bytes = 1 << 20;
+  const TransferId a = net.add_transfer(0, 1, bytes);
+  const TransferId j = net.add_join(5e-6);  // e.g. a reduction after a arrives
+  const TransferId b = net.add_transfer(1, 0, bytes);
+  net.add_dependency(a, j);
+  net.add_dependency(j, b);
+  const auto stats = net.run();
+  EXPECT_NEAR(net.finish_time(j), bytes / kW + kH + 5e-6, 1e-12);
+  EXPECT_NEAR(net.finish_time(b), 2 * (bytes / kW + kH) + 5e-6, 1e-12);
+  EXPECT_NEAR(stats.makespan_s, net.finish_time(b), 1e-15);
+}
+
+TEST(NetworkTest, CrossSliceTrafficUsesDcnPorts) {
+  const Topology t = Topology::create({2}, {false}, false, 2).value();
+  Network net(t, params());
+  const double bytes = 1 << 20;
+  const TransferId m = net.add_transfer(0, 2, bytes);  // same position, other slice
+  net.run();
+  // egress (bytes/6.25e9 + 10 µs latency), cut-through into the ingress port
+  EXPECT_NEAR(net.finish_time(m), bytes / 6.25e9 + 10e-6, 1e-9);
+  EXPECT_NEAR(net.link_busy_seconds(t.dcn_egress(0)), bytes / 6.25e9, 1e-12);
+}
+
+TEST(NetworkTest, ParamsFromConfigApplyLinkEfficiency) {
+  IciConfig ici;
+  ici.link_bandwidth = 4.5e10;
+  ici.link_efficiency = 0.8;
+  ici.hop_latency = 1e-6;
+  ici.packet_size = 8192;
+  DcnConfig dcn;
+  dcn.bandwidth_per_chip = 3.125e9;
+  dcn.latency = 5e-6;
+  const NetworkParams p = NetworkParams::from_config(ici, dcn);
+  EXPECT_DOUBLE_EQ(p.ici_bytes_per_s, 3.6e10);
+  EXPECT_DOUBLE_EQ(p.packet_bytes, 8192);
+  EXPECT_DOUBLE_EQ(p.dcn_bytes_per_s, 3.125e9);
+}
+
+}  // namespace
+}  // namespace tpusim::interconnect
