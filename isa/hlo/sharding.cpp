@@ -1,6 +1,7 @@
 #include "isa/hlo/sharding.h"
 
 #include "isa/hlo/ir.h"
+#include "isa/hlo/source.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -206,14 +207,31 @@ std::string HloSharding::to_string() const {
   return s + "}";
 }
 
+namespace {
+// A diagnostic at `offset` in the instruction's module source.
+Diagnostic located(const Instruction& inst, std::uint32_t offset, std::string message) {
+  const Module* m = inst.parent() ? inst.parent()->parent() : nullptr;
+  if (!m) return Diagnostic{"<input>", 0, 0, std::move(message), ""};
+  return make_diagnostic(m->source().name, m->source().text, offset, std::move(message));
+}
+}  // namespace
+
 Result<HloSharding> sharding_of(const Instruction& inst) {
   const Attribute* a = inst.attribute(AttrId::kSharding);
-  if (!a) return Diagnostic{"", 0, 0, "instruction %" + std::string(inst.name()) + " has no sharding", ""};
+  if (!a) return located(inst, inst.offset(), "instruction '%" + std::string(inst.name()) + "' has no sharding");
   Lexer lex(a->value);
   HloSharding s;
   ValueError err;
-  if (!read_sharding(lex, s, err)) return Diagnostic{"", 0, 0, err.message, ""};
+  if (!read_sharding(lex, s, err)) return located(inst, a->offset + err.offset, err.message);
   return s;
+}
+
+Result<Shape> per_device_shape(const Instruction& inst) {
+  auto s = sharding_of(inst);
+  if (!s) return s.errors();
+  auto shape = per_device_shape(inst.shape(), s.value());
+  if (!shape) return located(inst, inst.attribute(AttrId::kSharding)->offset, shape.errors()[0].message);
+  return shape;
 }
 
 Result<Shape> per_device_shape(const Shape& shape, const HloSharding& sharding) {

@@ -50,5 +50,8 @@ Result<HloSharding> sharding_of(const Instruction& inst);
 // ceil(dim / tiles). Tuple shardings apply elementwise to tuple shapes.
 // An error explains a rank mismatch between sharding and shape.
 Result<Shape> per_device_shape(const Shape& shape, const HloSharding& sharding);
+// The per-device shape of an instruction under its sharding= attribute; an
+// error (located at the attribute) if it has none or it does not fit.
+Result<Shape> per_device_shape(const Instruction& inst);
 
 }  // namespace tpusim::hlo

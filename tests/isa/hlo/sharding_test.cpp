@@ -102,6 +102,17 @@ TEST(HloSharding, ShardingOfAnInstruction) {
   ASSERT_TRUE(local.ok());
   // ceil(1/8) = 1 row per device (the dimension is smaller than the split).
   EXPECT_EQ(local.value().to_string(), "bf16[1,8192]{1,0}");
+  EXPECT_EQ(per_device_shape(p).value().to_string(), "bf16[1,8192]{1,0}");
+}
+
+TEST(HloSharding, MismatchedInstructionShardingIsLocated) {
+  auto m = parse_hlo_module("HloModule m\nENTRY e {\n ROOT p = f32[8] parameter(0), sharding={devices=[2,2]<=[4]}\n}\n",
+                            "s.hlo");
+  ASSERT_TRUE(m.ok());
+  auto local = per_device_shape(*m.value()->entry()->root());
+  ASSERT_FALSE(local.ok());
+  EXPECT_EQ(local.errors()[0].format().rfind("s.hlo:3:41: error: sharding {devices=[2,2]<=[4]} tiles 2", 0), 0u)
+      << local.errors()[0].format();
 }
 
 }  // namespace
