@@ -636,7 +636,8 @@ class Parser {
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> split_modules(std::string_view text) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
-  std::uint32_t start = 0;
+  // A UTF-8 byte-order mark (some editors add one) is not part of the text.
+  std::uint32_t start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     std::size_t eol = text.find('\n', pos);

@@ -402,6 +402,12 @@ ENTRY e {
   EXPECT_EQ(f.modules[1].value()->name(), "b");
 }
 
+TEST(HloParser, AcceptsByteOrderMarkAndCrlf) {
+  auto m = parse("\xEF\xBB\xBFHloModule m\r\nENTRY e {\r\n  ROOT p = f32[] parameter(0)\r\n}\r\n// -----\r\n");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name(), "m");
+}
+
 TEST(HloParser, ParsesStackFrameSections) {
   auto m = parse(R"(HloModule m, entry_computation_layout={()->s32[]}
 
