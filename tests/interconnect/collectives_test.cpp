@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -53,13 +54,16 @@ double ag_axis(double n, bool wrap, double v, double h) {
               : (n - 1) / n * v / kW + (n - 1) * h;
 }
 // AllToAll: ring (V/N²)·L/(2w), L = Σ_{d=1}^{N-1} min(d, N-d); line
-// (V/N²)·⌊N/2⌋⌈N/2⌉/w; plus the farthest chunk's hops (⌊N/2⌋ or N-1)·h.
+// (V/N²)·⌊N/2⌋⌈N/2⌉/w. All chunks fly at once, so hop latencies overlap the
+// transmission: T = max(T_bw + h, farthest·h), farthest = ⌊N/2⌋ or N-1 hops.
 double a2a_axis(std::int64_t n, bool wrap, double v, double h) {
   const double nn = static_cast<double>(n);
-  if (!wrap) return v / (nn * nn) * static_cast<double>((n / 2) * ((n + 1) / 2)) / kW + (nn - 1) * h;
+  if (!wrap) {
+    return std::max(v / (nn * nn) * static_cast<double>((n / 2) * ((n + 1) / 2)) / kW + h, (nn - 1) * h);
+  }
   double l = 0;
   for (std::int64_t d = 1; d < n; ++d) l += static_cast<double>(std::min(d, n - d));
-  return v / (nn * nn) * l / (2 * kW) + static_cast<double>(n / 2) * h;
+  return std::max(v / (nn * nn) * l / (2 * kW) + h, static_cast<double>(n / 2) * h);
 }
 
 void expect_close(double simulated, double expected, double tolerance) {
@@ -173,7 +177,7 @@ double a2a_torus(const std::vector<std::int64_t>& dims, bool wrap, double v, dou
     bw = std::max(bw, v / (n * n) * load / kW);
     lat += (wrap ? static_cast<double>(d / 2) : na - 1) * h;
   }
-  return bw + lat;
+  return std::max(bw + h, lat);  // as a2a_axis: latency overlaps transmission
 }
 
 TEST(CollectivesTest, WholeToriAgreeWithPerAxisPhaseClosedForms) {
