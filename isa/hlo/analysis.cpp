@@ -80,6 +80,15 @@ Bound pick(double compute, double memory, double comm) {
   return Bound::kCommunication;
 }
 
+// Times in reports span ns to s; format_si handles only large prefixes.
+std::string format_time(double s) {
+  if (s <= 0) return "0 s";
+  if (s >= 1) return fmt::format("{:.3g} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3g} ms", s * 1e3);
+  if (s >= 1e-6) return fmt::format("{:.3g} us", s * 1e6);
+  return fmt::format("{:.3g} ns", s * 1e9);
+}
+
 bool is_free(const OpCost& c) {
   return c.flops == 0 && c.transcendentals == 0 && c.bytes_accessed() == 0 && c.collective_bytes == 0;
 }
@@ -137,14 +146,14 @@ std::string render_text(const RooflineReport& r) {
     out += fmt::format("{:<40} {:<22} {:>12} {:>12} {:>12} {:>10.2f} {:>12} {:<13}\n", name(row.name), row.opcode,
                        format_si(row.cost.flops + row.cost.transcendentals, "FLOP"),
                        format_si(row.cost.bytes_accessed(), "B"), format_si(row.cost.collective_bytes, "B"),
-                       row.intensity, format_si(row.bound_time_s, "s"), bound_name(row.bound));
+                       row.intensity, format_time(row.bound_time_s), bound_name(row.bound));
   }
   const RooflineTotal& t = r.total;
   out += fmt::format("{:<40} {:<22} {:>12} {:>12} {:>12} {:>10.2f} {:>12} {:<13}\n", "TOTAL", "",
                      format_si(t.flops + t.transcendentals, "FLOP"), format_si(t.bytes_accessed, "B"),
                      format_si(t.collective_bytes, "B"),
                      t.bytes_accessed > 0 ? (t.flops + t.transcendentals) / t.bytes_accessed : 0.0,
-                     format_si(t.bound_time_s, "s"), bound_name(t.bound));
+                     format_time(t.bound_time_s), bound_name(t.bound));
   return out;
 }
 
