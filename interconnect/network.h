@@ -54,6 +54,7 @@ struct NetworkRunStats {
 
 class Network {
  public:
+  // Keeps a reference: `topology` must outlive the network.
   Network(const Topology& topology, const NetworkParams& params);
 
   // A message; `tie_minus` picks the way round on tie axes (Topology::route).

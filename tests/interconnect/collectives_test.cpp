@@ -292,6 +292,25 @@ TEST(CollectivesTest, CollectivePermuteOneHopAndAcrossTheRing) {
   expect_close(r->seconds, kV / kW + kH, 0.01);  // one hop, own link
 }
 
+TEST(CollectivesTest, MultisliceGroupsCrossDcn) {
+  // 2 slices of a 4-ring; groups {i, i+4} pair the same chip of both slices.
+  // Each chip sends its V/2 shard over its own DCN port: (V/2)/dcn_bw + latency.
+  const Topology t = Topology::create({4}, {true}, false, 2).value();
+  NetworkParams p = params();
+  p.dcn_bytes_per_s = 6.25e9;  // v5p, 50 Gbps per chip
+  p.dcn_latency_s = 10e-6;
+  ReplicaGroups groups;
+  for (DeviceId i = 0; i < 4; ++i) groups.push_back({i, i + 4});
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kAllGather;
+  spec.bytes = kV;
+  spec.groups = groups;
+  auto r = simulate_collective(t, p, spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "flat-ring");
+  expect_close(r->seconds, kV / 2 / 6.25e9 + 10e-6, 0.001);
+}
+
 TEST(CollectivesTest, IotaReplicaGroupsExpand) {
   // [2,4]<=[4,2]T(1,0): iota(8) as 4x2, transposed to 2x4 -> {0,2,4,6},{1,3,5,7}
   auto g = expand_iota_groups(2, 4, {4, 2}, {1, 0});
