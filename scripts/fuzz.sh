@@ -28,5 +28,5 @@ fi
 # truncated, which still yields valid prefixes); -timeout catches hangs and
 # -rss_limit_mb unbounded memory growth.
 "$BUILD/tests/fuzz/hlo_parser_fuzz" -max_total_time="$SECONDS_TO_RUN" -max_len=16384 \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -dict="$ROOT/tests/fuzz/hlo.dict" \
   -artifact_prefix="$BUILD/crash-" "$WORK/corpus"

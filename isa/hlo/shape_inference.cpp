@@ -407,6 +407,22 @@ InferredShape infer_shape(const Instruction& inst) {
     case Opcode::kScatter: {
       if (ops.size() < 3 || (ops.size() - 1) % 2) return none();
       const std::size_t n = (ops.size() - 1) / 2;
+      // Updates have one dimension per scatter index (the indices' dims
+      // minus index_vector_dim) plus one per update_window_dims entry.
+      const Shape& indices = ops[n]->shape();
+      auto uwd = ints_attr(inst, AttrId::kUpdateWindowDims);
+      auto ivd = int_attr(inst, AttrId::kIndexVectorDim);
+      if (uwd && ivd && indices.is_array()) {
+        const std::int64_t batch = indices.rank() - (*ivd < indices.rank() ? 1 : 0);
+        for (std::size_t i = 0; i < n; ++i) {
+          const Shape& upd = ops[n + 1 + i]->shape();
+          if (upd.is_array() && upd.rank() != batch + static_cast<std::int64_t>(uwd->size()))
+            return error("scatter update " + upd.to_string(false) + " should have rank " +
+                         std::to_string(batch + static_cast<std::int64_t>(uwd->size())) + " (" +
+                         std::to_string(batch) + " scatter dimensions + " + std::to_string(uwd->size()) +
+                         " update_window_dims)");
+        }
+      }
       std::vector<Shape> outs;
       for (std::size_t i = 0; i < n; ++i) outs.push_back(ops[i]->shape());
       return shape_of(tuple_or_single(std::move(outs)));

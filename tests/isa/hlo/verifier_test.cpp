@@ -107,6 +107,18 @@ TEST(HloVerifier, CollectivesAndGather) {
              "operands imply f32[3,7]");
 }
 
+TEST(HloVerifier, Scatter) {
+  const std::string add = "add {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y)\n}\n";
+  const std::string head = " a = f32[5,7] parameter(0)\n i = s32[3,1] parameter(1)\n";
+  const std::string dims = ", update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                           "index_vector_dim=1, to_apply=add\n";
+  expect_ok(head + " u = f32[3,7] parameter(2)\n ROOT s = f32[5,7] scatter(a, i, u)" + dims, add);
+  expect_bad(head + " u = f32[3,7,1] parameter(2)\n ROOT s = f32[5,7] scatter(a, i, u)" + dims,
+             "scatter update f32[3,7,1] should have rank 2", add);
+  expect_bad(head + " u = f32[3,7] parameter(2)\n ROOT s = f32[5,6] scatter(a, i, u)" + dims,
+             "operands imply f32[5,7]", add);
+}
+
 TEST(HloVerifier, TuplesAndSignatures) {
   expect_bad(" a = f32[2] parameter(0)\n t = (f32[2]) tuple(a)\n ROOT g = f32[3] get-tuple-element(t), index=0\n",
              "operands imply f32[2]");
