@@ -1,6 +1,7 @@
 #include "sim/tensor_core.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <type_traits>
 
@@ -22,7 +23,8 @@ struct TensorCore::Unit {
   std::deque<std::vector<std::uint64_t>> deps;         // parallel to queue
   sc_core::sc_event pushed;
   int track = -1;
-  std::string waiting;  // what the front instruction waits for (deadlock report)
+  Waiting waiting;  // what the front instruction waits for (deadlock report)
+  bool idle = false;  // waiting for its queue to fill
   Stat* busy = nullptr;
   Stat* insts = nullptr;
   Stat* dep_stall = nullptr;
@@ -51,8 +53,19 @@ struct TileUse {
   bool write;
 };
 
-std::vector<TileUse> tile_uses(const isa::Op& op) {
-  std::vector<TileUse> out;
+// At most four tiles per instruction (dst, a, b, c).
+struct TileUses {
+  std::array<TileUse, 6> use{};
+  std::size_t n = 0;
+  void push_back(TileUse u) {
+    if (n < use.size()) use[n++] = u;
+  }
+  [[nodiscard]] const TileUse* begin() const { return use.data(); }
+  [[nodiscard]] const TileUse* end() const { return use.data() + n; }
+};
+
+TileUses tile_uses(const isa::Op& op) {
+  TileUses out;
   std::visit(
       [&](const auto& o) {
         using T = std::decay_t<decltype(o)>;
@@ -118,6 +131,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   ici_ = add_unit("ici", isa::Unit::kIci, 0);
 
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
+  prov_.resize(program.strings.size());
   sc_core::sc_spawn([this] { sequencer(); }, "sequencer");
   for (auto& u : units_) {
     Unit* raw = u.get();
@@ -171,30 +185,46 @@ TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
 
 std::vector<std::uint64_t> TensorCore::dependencies(const isa::Instruction& inst, std::uint64_t id) {
   std::vector<std::uint64_t> deps;
-  const bool async = isa::opcode_info(isa::opcode(inst.op)).unit == isa::Unit::kDma ||
-                     isa::opcode_info(isa::opcode(inst.op)).unit == isa::Unit::kIci;
+  const auto unit = isa::opcode_info(isa::opcode(inst.op)).unit;
+  const bool async = unit == isa::Unit::kDma || unit == isa::Unit::kIci;
   const double t = now();
-  for (const TileUse& use : tile_uses(inst.op)) {
-    auto& list = scoreboard_[use.tile.buffer];
-    // Forget accesses that are complete.
-    std::erase_if(list, [&](const Access& a) {
-      if (a.dyn < dyn_base_) return true;
-      const Dyn& d = dyn(a.dyn);
-      return d.done >= 0 && d.done <= t + kTimeEps;
-    });
+  auto complete = [&](const Access& a) {
+    if (a.dyn < dyn_base_) return true;
+    const Dyn& d = dyn(a.dyn);
+    return d.done >= 0 && d.done <= t + kTimeEps;
+  };
+  auto scan = [&](const std::vector<Access>& list, const isa::TileRef& tile) {
     for (const Access& a : list) {
-      if (!overlaps(use.tile, a.r0, a.r1, a.c0, a.c1)) continue;
-      if (a.async) continue;                       // ordered by the program's semaphores
-      if (!use.write && !a.write) continue;        // read after read
-      deps.push_back(a.dyn);                       // RAW, WAR, WAW
+      // Async (DMA, collective) accesses are ordered by the program's semaphores.
+      if (!a.async && overlaps(tile, a.r0, a.r1, a.c0, a.c1)) deps.push_back(a.dyn);
     }
+  };
+  const TileUses uses = tile_uses(inst.op);
+  for (const TileUse& use : uses) {
+    BufferAccesses& b = scoreboard_[use.tile.buffer];
+    // Forget completed accesses once a list has doubled since the last
+    // cleanup (amortized O(1); lists stay bounded by what is in flight).
+    if (b.writes.size() > b.prune_writes_at) {
+      std::erase_if(b.writes, complete);
+      b.prune_writes_at = std::max<std::size_t>(8, 2 * b.writes.size());
+    }
+    if (b.reads.size() > b.prune_reads_at) {
+      std::erase_if(b.reads, complete);
+      b.prune_reads_at = std::max<std::size_t>(16, 2 * b.reads.size());
+    }
+    scan(b.writes, use.tile);            // RAW, WAW
+    if (use.write) scan(b.reads, use.tile);  // WAR
   }
-  for (const TileUse& use : tile_uses(inst.op)) {
-    scoreboard_[use.tile.buffer].push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col,
-                                                  use.tile.col + use.tile.cols, id, use.write, async});
+  for (const TileUse& use : uses) {
+    BufferAccesses& b = scoreboard_[use.tile.buffer];
+    (use.write ? b.writes : b.reads)
+        .push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col, use.tile.col + use.tile.cols, id,
+                          use.write, async});
   }
-  std::sort(deps.begin(), deps.end());
-  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  if (deps.size() > 1) {
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  }
   return deps;
 }
 
@@ -203,18 +233,20 @@ void TensorCore::dispatch(std::uint32_t pc) {
   Unit& u = unit_for(inst);
   const double stall_from = now();
   while (u.queue.size() >= kQueueDepth) {
-    sequencer_waiting_ = fmt::format("a free slot in the {} queue for {}", u.name, where(pc));
+    sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, static_cast<std::uint32_t>(&u - units_.front().get()), 0};
+    ++popped_waiters_;
     wait(any_popped_);
+    --popped_waiters_;
   }
   stall_queue_ += (now() - stall_from) / cycle_s_;
-  sequencer_waiting_.clear();
+  sequencer_waiting_ = {};
   const std::uint64_t id = next_dyn_++;
   dyn_.push_back(Dyn{pc, -1, -1});
   auto deps = dependencies(inst, id);
   u.queue.emplace_back(id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_);
   u.deps.push_back(std::move(deps));
   instructions_ += 1;
-  u.pushed.notify(sc_core::SC_ZERO_TIME);
+  if (u.idle) u.pushed.notify(sc_core::SC_ZERO_TIME);
 }
 
 void TensorCore::wait_all_done() {
@@ -229,7 +261,9 @@ void TensorCore::wait_all_done() {
       }
     }
     if (pending) {
+      ++popped_waiters_;
       wait(any_popped_);
+      --popped_waiters_;
       continue;
     }
     if (latest > now() + kTimeEps) {
@@ -291,11 +325,10 @@ void TensorCore::sequencer() {
       const auto& w = std::get<isa::SemWait>(inst.op);
       const double from = now();
       while (sem_[w.sem.id] < w.count) {
-        sequencer_waiting_ = fmt::format("semaphore '{}' to reach {} (it is {}) at {}",
-                                         program_.semaphores[w.sem.id].name, w.count, sem_[w.sem.id], where(pc));
+        sequencer_waiting_ = Waiting{Waiting::Kind::kSemaphore, pc, w.sem.id, w.count};
         wait(sem_changed_);
       }
-      sequencer_waiting_.clear();
+      sequencer_waiting_ = {};
       sem_[w.sem.id] -= w.count;
       stall_sem_ += (now() - from) / cycle_s_;
     } else if (op == isa::Opcode::kSemSignal) {
@@ -304,9 +337,9 @@ void TensorCore::sequencer() {
       sem_changed_.notify(sc_core::SC_ZERO_TIME);
     } else if (op == isa::Opcode::kBarrier) {
       const double from = now();
-      sequencer_waiting_ = fmt::format("every earlier instruction to complete at {}", where(pc));
+      sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
       wait_all_done();
-      sequencer_waiting_.clear();
+      sequencer_waiting_ = {};
       stall_barrier_ += (now() - from) / cycle_s_;
     } else {
       dispatch(pc);
@@ -318,9 +351,9 @@ void TensorCore::sequencer() {
     pc = next;
   }
   program_done_ = true;
-  sequencer_waiting_ = "the last instructions to complete";
+  sequencer_waiting_ = Waiting{Waiting::Kind::kEnd, 0, 0, 0};
   wait_all_done();
-  sequencer_waiting_.clear();
+  sequencer_waiting_ = {};
   retire();
   end_s_ = retired_until_s_;
   for (const Dyn& d : dyn_) end_s_ = std::max(end_s_, d.done);
@@ -331,20 +364,26 @@ void TensorCore::sequencer() {
 void TensorCore::wait_for(std::uint64_t id, Unit& u) {
   if (id < dyn_base_) return;
   while (dyn(id).start < 0) {
-    u.waiting = fmt::format("{} to start", where(dyn(id).pc));
+    u.waiting = Waiting{Waiting::Kind::kStart, dyn(id).pc, 0, 0};
+    ++started_waiters_;
     wait(any_started_);
+    --started_waiters_;
   }
   const double done = dyn(id).done;
   if (done > now() + kTimeEps) {
-    u.waiting = fmt::format("{} to complete", where(dyn(id).pc));
+    u.waiting = Waiting{Waiting::Kind::kComplete, dyn(id).pc, 0, 0};
     wait_until(done);
   }
-  u.waiting.clear();
+  u.waiting = {};
 }
 
 void TensorCore::run_unit(Unit& u) {
   while (true) {
-    while (u.queue.empty()) wait(u.pushed);
+    while (u.queue.empty()) {
+      u.idle = true;
+      wait(u.pushed);
+      u.idle = false;
+    }
     const auto [id, visible_at] = u.queue.front();
     wait_until(visible_at);
     const double dep_from = now();
@@ -368,7 +407,7 @@ void TensorCore::run_unit(Unit& u) {
       trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, d.start,
                     t + std::max(e.busy_end, e.begin + cycle_s_));
     }
-    any_started_.notify(sc_core::SC_ZERO_TIME);
+    if (started_waiters_ > 0) any_started_.notify(sc_core::SC_ZERO_TIME);
     retire();
     wait_until(t + e.free);
     // Asynchronous units signal their semaphore when the transfer completes.
@@ -385,7 +424,7 @@ void TensorCore::run_unit(Unit& u) {
     }
     u.queue.pop_front();
     u.deps.pop_front();
-    any_popped_.notify(sc_core::SC_ZERO_TIME);
+    if (popped_waiters_ > 0) any_popped_.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
@@ -518,11 +557,31 @@ void TensorCore::retire() {
   }
 }
 
+std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_name*/) const {
+  switch (w.kind) {
+    case Waiting::Kind::kQueueSlot:
+      return fmt::format("a free slot in the {} queue for {}", units_[w.sem]->name, where(w.pc));
+    case Waiting::Kind::kSemaphore:
+      return fmt::format("semaphore '{}' to reach {} (it is {}) at {}", program_.semaphores[w.sem].name, w.count,
+                         sem_[w.sem], where(w.pc));
+    case Waiting::Kind::kBarrier: return fmt::format("every earlier instruction to complete at {}", where(w.pc));
+    case Waiting::Kind::kEnd: return "the last instructions to complete";
+    case Waiting::Kind::kStart: return fmt::format("{} to start", where(w.pc));
+    case Waiting::Kind::kComplete: return fmt::format("{} to complete", where(w.pc));
+    case Waiting::Kind::kNone: break;
+  }
+  return {};
+}
+
 std::vector<std::string> TensorCore::blocked() const {
   std::vector<std::string> out;
-  if (!sequencer_waiting_.empty()) out.push_back("sequencer waits for " + sequencer_waiting_);
+  if (sequencer_waiting_.kind != Waiting::Kind::kNone) {
+    out.push_back("sequencer waits for " + describe(sequencer_waiting_, ""));
+  }
   for (const auto& u : units_) {
-    if (!u->waiting.empty()) out.push_back(fmt::format("{} waits for {}", u->name, u->waiting));
+    if (u->waiting.kind != Waiting::Kind::kNone) {
+      out.push_back(fmt::format("{} waits for {}", u->name, describe(u->waiting, u->name)));
+    }
   }
   return out;
 }

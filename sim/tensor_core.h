@@ -49,7 +49,8 @@ class TensorCore : public sc_core::sc_module {
   // When the simulation ran out of events before the program finished: what
   // each waiting party was waiting for, with source locations.
   [[nodiscard]] std::vector<std::string> blocked() const;
-  [[nodiscard]] const std::map<std::uint32_t, ProvenanceStats>& provenance() const { return prov_; }
+  // Indexed by the program's provenance string id.
+  [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
 
  private:
   struct Unit;
@@ -106,19 +107,35 @@ class TensorCore : public sc_core::sc_module {
   std::uint64_t next_dyn_ = 0;
   std::uint64_t retired_ = 0;    // dyn ids below this have been retired
   double retired_until_s_ = 0;
-  std::vector<std::vector<Access>> scoreboard_;  // per buffer
+  struct BufferAccesses {
+    std::vector<Access> writes;
+    std::vector<Access> reads;
+    std::size_t prune_writes_at = 8;
+    std::size_t prune_reads_at = 16;
+  };
+  std::vector<BufferAccesses> scoreboard_;  // per buffer
   std::vector<std::int64_t> sem_;
   sc_core::sc_event sem_changed_;
   sc_core::sc_event any_started_;
   sc_core::sc_event any_popped_;
+  int started_waiters_ = 0;  // notify only when someone listens (speed)
+  int popped_waiters_ = 0;
   BandwidthServer vmem_;
 
   bool finished_ = false;
   bool program_done_ = false;
   double end_s_ = 0;
   std::string error_;
-  std::string sequencer_waiting_;
-  std::map<std::uint32_t, ProvenanceStats> prov_;
+  // What a party is blocked on, formatted only for the deadlock report.
+  struct Waiting {
+    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kEnd, kStart, kComplete } kind = Kind::kNone;
+    std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
+    std::uint32_t sem = 0;
+    std::int64_t count = 0;
+  };
+  [[nodiscard]] std::string describe(const Waiting& w, const std::string& unit_name) const;
+  Waiting sequencer_waiting_;
+  std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
 
   Stat& cycles_;
