@@ -133,7 +133,8 @@ void Shape::append_to(std::string& out, bool print_layout) const {
     if (i) out += ',';
     append_int(out, l.minor_to_major[i]);
   }
-  const bool extras = !l.tiles.empty() || l.element_size_bits != 0 || l.memory_space != 0;
+  const bool extras =
+      !l.tiles.empty() || l.element_size_bits != 0 || l.memory_space != 0 || !l.other_items.empty();
   if (extras) {
     out += ':';
     if (!l.tiles.empty()) out += 'T';  // one T, then each tile: T(8,128)(2,1)
@@ -158,6 +159,7 @@ void Shape::append_to(std::string& out, bool print_layout) const {
       append_int(out, l.memory_space);
       out += ')';
     }
+    out += l.other_items;
   }
   out += '}';
 }

@@ -28,6 +28,9 @@ struct Layout {
   std::vector<Tile> tiles;               // `:T(8,128)(2,1)`
   std::int64_t element_size_bits = 0;    // `E(4)`; 0 = natural size
   std::int64_t memory_space = 0;         // `S(1)`; 0 = default (HBM)
+  // Other layout items XLA may print (D(…), L(…), #(…), *(…), SC(…), P(…),
+  // M(…)), kept as text in the order written and printed back after S(…).
+  std::string other_items;
   bool operator==(const Layout&) const = default;
 };
 

@@ -459,9 +459,19 @@ bool read_layout(Lexer& lex, Layout& layout, ValueError& err) {
   }
   if (lex.peek().kind == Tok::kColon) {
     lex.next();
-    while (lex.peek().kind == Tok::kWord) {
-      const Token item = lex.next();
+    while (true) {
+      const Token item = lex.peek();
+      // `*(s32)` and `#(s64)` (pointer / index types) start with punctuation.
+      const bool punct = (item.kind == Tok::kStar || (item.kind == Tok::kOther && lex.text(item) == "#")) &&
+                         lex.peek2().kind == Tok::kLParen;
+      if (item.kind != Tok::kWord && !punct) break;
+      lex.next();
       const std::string_view name = lex.text(item);
+      if (punct) {
+        if (!skip_balanced(lex, err)) return false;
+        append_normalized(layout.other_items, lex.buffer().substr(item.begin, lex.prev_end() - item.begin));
+        continue;
+      }
       if (name == "T") {
         // One or more tiles: T(8,128)(2,1)
         while (lex.peek().kind == Tok::kLParen && !lex.peek().space_before) {
@@ -488,10 +498,14 @@ bool read_layout(Lexer& lex, Layout& layout, ValueError& err) {
             !expect(lex, Tok::kRParen, "to end a layout item", err))
           return false;
         (name == "S" ? layout.memory_space : layout.element_size_bits) = v;
+      } else if (lex.peek().kind == Tok::kLParen && !lex.peek().space_before) {
+        // D(…), L(…), SC(…), P(…), M(…): kept verbatim.
+        if (!skip_balanced(lex, err)) return false;
+        append_normalized(layout.other_items, lex.buffer().substr(item.begin, lex.prev_end() - item.begin));
       } else {
         return fail(err, item.begin,
                     "unsupported layout item '" + std::string(name) +
-                        "' (expected T(...) tiles, E(bits) or S(memory space))");
+                        "' (expected T(...) tiles, E(bits), S(memory space) or another X(...) item)");
       }
     }
   }

@@ -147,6 +147,11 @@ ENTRY e {
   EXPECT_EQ(l.memory_space, 1);
   EXPECT_EQ(find(*m, "a")->shape().to_string(), "f32[512,1024]{1,0:T(8,128)(2,1)S(1)}");
   EXPECT_EQ(find(*m, "c")->shape().layout()->element_size_bits, 4);
+  // Rarer layout items are kept verbatim.
+  auto other = parse("HloModule m\nENTRY e {\n ROOT p = f32[8,128]{1,0:D(D,C)T(8,128)L(2)#(s64)*(s32)S(2)M(8)} parameter(0)\n}\n");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->entry()->root()->shape().to_string(), "f32[8,128]{1,0:T(8,128)S(2)D(D,C)L(2)#(s64)*(s32)M(8)}");
+  expect_round_trip(*other);
   EXPECT_EQ(find(*m, "d")->shape().layout()->memory_space, 1);
   expect_round_trip(*m);
 }
