@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/csv.h"
+#include "interconnect/validate_collective.h"
 #include "isa/assembler.h"
 #include "isa/hlo/analysis.h"
 #include "isa/verifier.h"
@@ -156,9 +157,13 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
   if (kind == "systolic") {
     return validate_systolic_csv(file, tolerance.empty() ? 0.01 : tol, opt.format == Format::kJson, out, err);
   }
-  if (kind == "collective" || kind == "step" || kind == "roofline") {
-    err << fmt::format("tpusim validate {}: not implemented in this build yet (tracked in issue {}); nothing was run.\n",
-                       kind, kind == "collective" ? 7 : 9);
+  if (kind == "collective") {
+    return interconnect::validate_collective_csv(file, tolerance.empty() ? 0.05 : tol, opt.format == Format::kJson,
+                                                 out, err);
+  }
+  if (kind == "step" || kind == "roofline") {
+    err << fmt::format("tpusim validate {}: not implemented in this build yet (tracked in issue 9); nothing was run.\n",
+                       kind);
     return kUsageError;
   }
   err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);

@@ -265,3 +265,21 @@ TEST(CliAnalyze, HandWrittenDotIsComputeBoundAtPeak) {
 
 }  // namespace
 }  // namespace tpusim::cli
+
+namespace tpusim::cli {
+namespace {
+
+TEST(CliValidate, CollectiveExampleRowFromTheIssue) {
+  // 8 chips on a ring, w = 45 GB/s, V = 32 MiB: 7/8 V / (2w) = 326.2 us + 4 hops of 1 us.
+  const std::string path = ::testing::TempDir() + "coll.csv";
+  std::ofstream(path) << "collective,topology,wraparound,group,msg_bytes,link_bytes_per_s_one_way,hop_latency_s,"
+                         "ref_time_s\nall-gather,8,true,all,33554432,45e9,1e-6,3.302e-4\n";
+  const auto r = tpusim({"validate", "collective", path, "--format", "json"});
+  EXPECT_EQ(r.code, kOk) << r.err << r.out;
+  std::ofstream(path) << "collective,topology,wraparound,group,msg_bytes,link_bytes_per_s_one_way,hop_latency_s,"
+                         "ref_time_s\nall-gather,8,true,all,33554432,45e9,1e-6,2.0e-4\n";
+  EXPECT_EQ(tpusim({"validate", "collective", path}).code, kFailure);
+}
+
+}  // namespace
+}  // namespace tpusim::cli
