@@ -211,8 +211,10 @@ class Loader {
   void walk(const YAML::Node& map, const std::string& prefix, const Layer& layer) {
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& k = it->first;
-      const YAML::Node& v = it->second;
+      // Copies: yaml-cpp's iterator yields a temporary pair (references to its
+      // members would dangle).
+      const YAML::Node k = it->first;
+      const YAML::Node v = it->second;
       if (!k.IsScalar()) {
         diags_.push_back(at(layer, k.Mark(), "keys must be plain names"));
         continue;

@@ -275,10 +275,12 @@ void TensorCore::wait_all_done() {
 }
 
 void TensorCore::sequencer() {
-  // Matching repeat/end pairs.
-  std::vector<std::uint32_t> match(program_.code.size(), 0);
+  // Matching repeat/end pairs. (Members, not locals: a deadlocked sequencer's
+  // coroutine is never unwound, so its stack must own no heap memory.)
+  std::vector<std::uint32_t>& match = repeat_match_;
+  match.assign(program_.code.size(), 0);
   {
-    std::vector<std::uint32_t> open;
+    std::vector<std::uint32_t>& open = open_repeats_;
     for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
       const auto op = isa::opcode(program_.code[pc].op);
       if (op == isa::Opcode::kRepeat) open.push_back(pc);
@@ -296,11 +298,7 @@ void TensorCore::sequencer() {
   }
   if (!error_.empty()) return;
 
-  struct Loop {
-    std::uint32_t begin;
-    std::int64_t remaining;
-  };
-  std::vector<Loop> loops;
+  std::vector<Loop>& loops = loops_;
   const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
   std::uint64_t issued_this_cycle = 0;
   std::uint32_t pc = 0;

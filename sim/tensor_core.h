@@ -135,6 +135,13 @@ class TensorCore : public sc_core::sc_module {
   };
   [[nodiscard]] std::string describe(const Waiting& w, const std::string& unit_name) const;
   Waiting sequencer_waiting_;
+  struct Loop {
+    std::uint32_t begin;
+    std::int64_t remaining;
+  };
+  std::vector<std::uint32_t> repeat_match_;
+  std::vector<std::uint32_t> open_repeats_;
+  std::vector<Loop> loops_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
 
