@@ -17,6 +17,9 @@ cmake --build build/debug -j "$JOBS"
 echo "== ctest (debug)"
 ctest --test-dir build/debug --output-on-failure -j "$JOBS" --timeout 600
 
+echo "== validation suite (references in tests/validation/refs)"
+VALIDATION_REPORT=out/validation.md bash scripts/validate.sh build/debug/sim/tpusim
+
 if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
   echo "== ASan+UBSan build"
   cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTPUSIM_WERROR=ON -DTPUSIM_SANITIZE=ON \

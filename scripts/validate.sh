@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every reference family under tests/validation/refs/ against tpusim and
+# writes docs/validation.md (one table per family: case, reference, tpusim,
+# error, tolerance, pass/fail). Exit 1 if any case leaves its tolerance.
+# Usage: scripts/validate.sh [path/to/tpusim]   (VALIDATION_REPORT=FILE writes elsewhere)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TPUSIM=${1:-}
+if [ -z "$TPUSIM" ]; then
+  bash scripts/setup.sh
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTPUSIM_BUILD_TESTS=OFF >/dev/null
+  cmake --build build/release -j "$(nproc)" --target tpusim
+  TPUSIM=build/release/sim/tpusim
+fi
+mkdir -p out
+status=0
+"$TPUSIM" validate systolic tests/validation/refs/scalesim_systolic.csv --tolerance 1% --format json \
+  > out/validate_systolic.json || status=1
+"$TPUSIM" validate collective tests/validation/refs/collectives.csv --format json \
+  > out/validate_collective.json || status=1
+for chip in v4 v5e v5p v6e v7; do
+  "$TPUSIM" config show --chip "$chip" --format json > "out/config_$chip.json" || status=1
+done
+REPORT=${VALIDATION_REPORT:-docs/validation.md}
+python3 scripts/validation_report.py out "$REPORT" || status=1
+echo "wrote $REPORT"
+exit $status
