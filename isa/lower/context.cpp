@@ -1,0 +1,167 @@
+#include "isa/lower/context.h"
+
+#include <algorithm>
+
+namespace tpusim::lower {
+
+StoredType stored_type(hlo::ElementType t) {
+  using hlo::ElementType;
+  if (t == ElementType::kPred) return {isa::DType::kPred, 1};
+  if (t == ElementType::kBF16) return {isa::DType::kBf16, 1};
+  if (t == ElementType::kF16) return {isa::DType::kF16, 1};
+  if (t == ElementType::kF8E5M2 || t == ElementType::kF8E5M2FNUZ) return {isa::DType::kFp8E5m2, 1};
+  const int bits = hlo::element_type_bits(t);
+  const char kind = hlo::element_type_kind(t);
+  if (bits <= 0) return {isa::DType::kInt8, 1};  // token/opaque: 1 byte placeholder
+  if (bits <= 4) return {isa::DType::kInt4, 1};
+  if (bits <= 8) return {kind == 'f' ? isa::DType::kFp8 : isa::DType::kInt8, 1};
+  if (bits <= 16) return {isa::DType::kF16, 1};
+  const isa::DType wide = (kind == 'f' || kind == 'c') ? isa::DType::kF32 : isa::DType::kInt32;
+  return {wide, std::max(1, bits / 32)};
+}
+
+Ctx::Ctx(const hlo::Module& m, const ChipConfig& c, const LowerOptions& o, isa::Program& p,
+         LowerReport& rep)
+    : module(m), chip(c), opt(o), prog(p), report(rep) {}
+
+void Ctx::dma(const isa::TileRef& dst, const isa::TileRef& src, isa::SemRef s) {
+  emit(isa::DmaStart{dst, src, s});
+}
+
+void Ctx::wait(isa::SemRef s, std::int64_t count) {
+  if (count > 0) emit(isa::SemWait{s, count});
+}
+
+isa::SemRef Ctx::sem(std::string_view name) {
+  if (auto it = sems_.find(name); it != sems_.end()) return isa::SemRef{it->second};
+  const auto id = static_cast<std::uint32_t>(prog.semaphores.size());
+  prog.semaphores.push_back(isa::Semaphore{std::string(name), 0, {}});
+  sems_.emplace(std::string(name), id);
+  return isa::SemRef{id};
+}
+
+std::string Ctx::unique(std::string_view base) {
+  std::string b(base);
+  for (char& ch : b) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    ch == '_' || ch == '.';
+    if (!ok) ch = '_';
+  }
+  if (b.empty() || (b[0] >= '0' && b[0] <= '9')) b = "b" + b;
+  const int n = names_[b]++;
+  return n == 0 ? b : b + "." + std::to_string(n);
+}
+
+Array Ctx::hbm_array(std::string_view name, const hlo::Shape& s) {
+  Array a;
+  a.shape = s;
+  const StoredType st = stored_type(s.element_type());
+  a.dtype = st.dtype;
+  const std::int64_t last = s.rank() > 0 ? std::max<std::int64_t>(1, s.dim(s.rank() - 1)) : 1;
+  a.elements = std::max<std::int64_t>(1, s.element_count());
+  a.cols = last * st.width;
+  a.rows = std::max<std::int64_t>(1, a.elements / last);
+  a.buffer = static_cast<std::uint32_t>(prog.buffers.size());
+  isa::Buffer b;
+  b.name = unique(name);
+  b.space = isa::MemSpace::kHbm;
+  b.dtype = a.dtype;
+  b.shape = {a.rows, a.cols};
+  prog.buffers.push_back(std::move(b));
+  return a;
+}
+
+Value Ctx::hbm_value(std::string_view name, const hlo::Shape& s) {
+  Value v;
+  if (s.is_tuple()) {
+    for (const auto& e : s.tuple_elements()) {
+      Value sub = hbm_value(name, e);
+      for (auto& l : sub.leaves) v.leaves.push_back(std::move(l));
+    }
+  } else if (s.is_buffer() && !s.tuple_elements().empty()) {
+    return hbm_value(name, s.tuple_elements()[0]);
+  } else if (s.is_array()) {
+    v.leaves.push_back(hbm_array(name, s));
+  }
+  return v;
+}
+
+std::int64_t Ctx::lanes() const { return std::max<std::int64_t>(1, chip.core.vpu.lanes); }
+
+std::int64_t Ctx::row_align(isa::DType d) const {
+  const std::int64_t bits = std::max<std::int64_t>(1, isa::dtype_bits(d));
+  return std::max<std::int64_t>(1, chip.core.vpu.sublanes) * std::max<std::int64_t>(1, 32 / bits);
+}
+
+std::int64_t Ctx::vmem_footprint(isa::DType d, std::int64_t rows, std::int64_t cols) const {
+  const auto up = [](std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; };
+  return isa::dtype_bytes(d, up(rows, row_align(d)) * up(cols, lanes()));
+}
+
+std::int64_t Ctx::vmem_budget() const {
+  return static_cast<std::int64_t>(chip.core.vmem.capacity * opt.vmem_budget_fraction);
+}
+
+void Ctx::begin_section(bool keep_arena) {
+  if (!keep_arena) vmem_next_ = 0;
+  ++report.sections;
+}
+
+std::uint32_t Ctx::vmem(std::string_view name, isa::DType d, std::int64_t rows, std::int64_t cols) {
+  // Offsets on the vreg tile (the verifier's VMEM alignment rule).
+  const std::int64_t align = std::max<std::int64_t>(1, chip.core.vpu.sublanes) * lanes() * 4;
+  isa::Buffer b;
+  b.name = unique(name);
+  b.space = isa::MemSpace::kVmem;
+  b.dtype = d;
+  b.shape = {std::max<std::int64_t>(1, rows), std::max<std::int64_t>(1, cols)};
+  b.offset = vmem_next_;
+  vmem_next_ += (vmem_footprint(d, b.shape[0], b.shape[1]) + align - 1) / align * align;
+  prog.buffers.push_back(std::move(b));
+  return static_cast<std::uint32_t>(prog.buffers.size() - 1);
+}
+
+isa::TileRef Ctx::tile(std::uint32_t buffer, std::int64_t row, std::int64_t rows, std::int64_t col,
+                       std::int64_t cols) const {
+  isa::TileRef t;
+  t.buffer = buffer;
+  t.row = row;
+  t.rows = static_cast<std::int32_t>(rows);
+  t.col = static_cast<std::int32_t>(col);
+  t.cols = static_cast<std::int32_t>(cols);
+  return t;
+}
+
+std::string Ctx::where(const hlo::Instruction& inst) const {
+  const auto& src = module.source();
+  const std::size_t end = std::min<std::size_t>(inst.offset(), src.text.size());
+  const auto line = 1 + std::count(src.text.begin(), src.text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+  return src.name + ":" + std::to_string(line);
+}
+
+void Ctx::note(const hlo::Instruction& inst, NoteKind kind, std::string message) {
+  report.notes.push_back(LowerNote{std::string(inst.name()), std::string(inst.opcode_text()), kind,
+                                   std::move(message)});
+}
+
+void Ctx::approx(const hlo::Instruction& inst, std::string why) {
+  std::string line = "approx:" + std::string(inst.opcode_text()) + " " + std::string(inst.name()) + ": " + why;
+  note(inst, NoteKind::kApprox, why);
+  report.approximations.push_back(std::move(line));
+}
+
+std::string_view name(NoteKind k) {
+  switch (k) {
+    case NoteKind::kLowered: return "lowered";
+    case NoteKind::kFree: return "free";
+    case NoteKind::kApprox: return "approx";
+  }
+  return "?";
+}
+
+std::size_t LowerReport::count(NoteKind k) const {
+  return static_cast<std::size_t>(
+      std::count_if(notes.begin(), notes.end(), [&](const LowerNote& n) { return n.kind == k; }));
+}
+
+}  // namespace tpusim::lower

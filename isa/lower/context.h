@@ -1,0 +1,123 @@
+// Internal to isa/lower: the program builder every lowering step writes
+// through (buffers, VMEM placement, semaphores, provenance) and the pieces
+// the driver (lower.cpp), the stream kernels (stream.cpp) and the MXU
+// programs (dot.cpp) share.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "isa/hlo/ir.h"
+#include "isa/lower/lower.h"
+#include "isa/program.h"
+
+namespace tpusim::lower {
+
+// How an HLO element type is stored: an ISA dtype plus a factor on the last
+// dimension for types the ISA lacks (f64 = 2 x f32, c128 = 4 x f32, ...).
+struct StoredType {
+  isa::DType dtype = isa::DType::kF32;
+  std::int64_t width = 1;
+};
+StoredType stored_type(hlo::ElementType t);
+
+// An HBM-resident HLO array: one buffer seen as rows x cols, where cols is
+// the last logical dimension (times the stored-type width) and rows the
+// product of the others (row-major, the default layout).
+struct Array {
+  std::uint32_t buffer = isa::TileRef::kNone;
+  std::int64_t rows = 1;
+  std::int64_t cols = 1;
+  std::int64_t elements = 1;  // logical
+  isa::DType dtype = isa::DType::kF32;
+  hlo::Shape shape;  // logical
+};
+
+// A value: the arrays of its (flattened) tuple leaves.
+struct Value {
+  std::vector<Array> leaves;
+};
+
+class Ctx {
+ public:
+  Ctx(const hlo::Module& m, const ChipConfig& chip, const LowerOptions& opt, isa::Program& p,
+      LowerReport& rep);
+
+  const hlo::Module& module;
+  const ChipConfig& chip;
+  const LowerOptions& opt;
+  isa::Program& prog;
+  LowerReport& report;
+
+  // ---- emission ----
+  void set_provenance(std::string_view label) { prov_ = prog.strings.intern(label); }
+  template <typename Op>
+  void emit(Op op) {
+    prog.code.push_back(isa::Instruction{isa::Op(std::move(op)), prov_, {}});
+  }
+  void dma(const isa::TileRef& dst, const isa::TileRef& src, isa::SemRef sem);
+  void wait(isa::SemRef sem, std::int64_t count);
+  isa::SemRef sem(std::string_view name);  // declared once, reused by every section
+
+  // ---- buffers ----
+  Array hbm_array(std::string_view name, const hlo::Shape& array_shape);
+  Value hbm_value(std::string_view name, const hlo::Shape& shape);
+  // A VMEM buffer at a fixed offset in the current section's arena. Sections
+  // drain all their DMAs before the next begins, so arenas may overlap.
+  std::uint32_t vmem(std::string_view name, isa::DType d, std::int64_t rows, std::int64_t cols);
+  // keep_arena: inside a loop body every buffer is live for the whole loop.
+  void begin_section(bool keep_arena = false);
+  [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
+  [[nodiscard]] std::int64_t vmem_budget() const;
+  // Bytes of a VMEM buffer as the verifier counts it (padded to the tiling).
+  [[nodiscard]] std::int64_t vmem_footprint(isa::DType d, std::int64_t rows, std::int64_t cols) const;
+  [[nodiscard]] std::int64_t row_align(isa::DType d) const;  // sublane tiling rows
+  [[nodiscard]] std::int64_t lanes() const;
+  isa::TileRef tile(std::uint32_t buffer, std::int64_t row, std::int64_t rows, std::int64_t col,
+                    std::int64_t cols) const;
+  isa::TileRef whole(std::uint32_t buffer) const { return prog.whole(buffer); }
+
+  // ---- report ----
+  void note(const hlo::Instruction& inst, NoteKind kind, std::string message);
+  void approx(const hlo::Instruction& inst, std::string why);
+  std::string where(const hlo::Instruction& inst) const;  // file:line
+  std::string unique(std::string_view base);                // unique buffer name
+
+ private:
+  std::uint32_t prov_ = 0;
+  std::int64_t vmem_next_ = 0;
+  std::map<std::string, std::uint32_t, std::less<>> sems_;
+  std::map<std::string, int, std::less<>> names_;
+};
+
+// ---- stream kernels (stream.cpp) ----
+// An elementwise/reduction kernel streamed through VMEM in row chunks with
+// double-buffered DMAs. `body` is the computation whose instructions run on
+// the VPU/EUP/XLU per chunk (a fused computation, or nullptr with `single`
+// naming one top-level instruction treated as a one-op kernel).
+struct StreamKernel {
+  const hlo::Computation* body = nullptr;
+  const hlo::Instruction* single = nullptr;
+  std::vector<Array> inputs;   // in parameter (operand) order
+  std::vector<Array> outputs;  // the root's leaves
+  // Extra passes per element of the iteration space the ISA cannot express
+  // directly (approximations): each adds one vpu op per chunk.
+  int extra_vpu_passes = 0;
+};
+void lower_stream(Ctx& ctx, const StreamKernel& k);
+
+// ---- MXU programs (dot.cpp) ----
+struct DotSpec {
+  std::int64_t batch = 1, m = 1, k = 1, n = 1;
+  Array lhs, rhs, out;          // HBM arrays in canonical views
+  bool lhs_transposed = false;  // lhs view is [B*K, M] instead of [B*M, K]
+  bool rhs_transposed = false;  // rhs view is [B*N, K] instead of [B*K, N]
+  int epilogue_vpu_ops = 0;     // elementwise ops applied to each output tile
+  std::vector<Array> epilogue_inputs;  // extra operands read once per output tile
+  std::string name;
+};
+void lower_dot(Ctx& ctx, const DotSpec& d);
+
+}  // namespace tpusim::lower

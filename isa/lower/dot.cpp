@@ -1,0 +1,360 @@
+// MXU programs for dot (and dot fusions, convolution as GEMM): tiling,
+// loop order, double-buffered DMAs and the split across MXUs. See
+// docs/lowering.md for the derivation of the cost model used to choose tiles.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "isa/lower/context.h"
+
+namespace tpusim::lower {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t v, std::int64_t m) { return ceil_div(v, m) * m; }
+
+struct Tiling {
+  std::int64_t tm = 0, tn = 0, tk = 0;
+  double time_s = 0;
+  double hbm_bytes = 0;
+};
+
+std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t base) {
+  std::vector<std::int64_t> v{full};
+  for (std::int64_t t = base; t < full; t *= 2) v.push_back(t);
+  return v;
+}
+
+class DotLowering {
+ public:
+  DotLowering(Ctx& c, const DotSpec& d) : c_(c), d_(d) {
+    const auto& mxu = c.chip.core.mxu;
+    nmxu_ = std::max<std::int64_t>(1, mxu.count);
+    R_ = std::max<std::int64_t>(1, mxu.rows);
+    C_ = std::max<std::int64_t>(1, mxu.cols);
+    lhs_dt_ = mxu_dtype(d.lhs.dtype);
+    rhs_dt_ = mxu_dtype(d.rhs.dtype);
+  }
+
+  void run() {
+    t_ = choose();
+    c_.report.tilings.push_back(d_.name + ": B=" + std::to_string(d_.batch) + " M=" + std::to_string(d_.m) +
+                                " K=" + std::to_string(d_.k) + " N=" + std::to_string(d_.n) +
+                                " tm=" + std::to_string(t_.tm) + " tn=" + std::to_string(t_.tn) +
+                                " tk=" + std::to_string(t_.tk) +
+                                " hbm_bytes=" + std::to_string(static_cast<std::int64_t>(t_.hbm_bytes)));
+    emit();
+  }
+
+ private:
+  // The dtype the MXU streams: the operand's own when the MXU supports it,
+  // else bf16 after a VPU convert in VMEM.
+  isa::DType mxu_dtype(isa::DType d) const {
+    return isa::mxu_rate(c_.chip.core.mxu.rate, d) > 0 ? d : isa::DType::kBf16;
+  }
+
+  // Part rows when M is split across MXUs (N too narrow to feed them all).
+  std::int64_t parts(std::int64_t tm, std::int64_t tn) const {
+    const std::int64_t ns = ceil_div(tn, C_);
+    if (ns >= nmxu_) return 1;
+    return std::max<std::int64_t>(1, std::min(nmxu_ / ns, ceil_div(tm, 64)));
+  }
+
+  Tiling choose() const {
+    const double bl = isa::dtype_bytes(d_.lhs.dtype, 1024) / 1024.0;
+    const double br = isa::dtype_bytes(d_.rhs.dtype, 1024) / 1024.0;
+    const double bo = isa::dtype_bytes(d_.out.dtype, 1024) / 1024.0;
+    const double clock = std::max(1.0, c_.chip.clock);
+    const double bw = std::max(1.0, c_.chip.hbm.bandwidth * std::max(0.01, c_.chip.hbm.efficiency));
+    const double rate = std::max(1e-9, isa::mxu_rate(c_.chip.core.mxu.rate, lhs_dt_));
+    const double load = static_cast<double>(R_) / std::max<std::int64_t>(1, c_.chip.core.mxu.weight_load_rows_per_cycle);
+    const std::int64_t budget = c_.vmem_budget();
+    const double lat = std::max(0.0, c_.chip.hbm.latency);
+    Tiling best;
+    best.time_s = std::numeric_limits<double>::infinity();
+    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
+    const auto& o = c_.opt;
+    for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, 64)) {
+      for (const std::int64_t tn : o.dot_tile_n > 0 ? std::vector<std::int64_t>{std::min(N, o.dot_tile_n)} : candidates(N, C_)) {
+        for (const std::int64_t tk : o.dot_tile_k > 0 ? std::vector<std::int64_t>{std::min(K, o.dot_tile_k)} : candidates(K, R_)) {
+          const std::int64_t lhs_fp = d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tk, tm) * 2
+                                                        : c_.vmem_footprint(d_.lhs.dtype, tm, tk);
+          const std::int64_t rhs_fp = d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tn, tk) * 2
+                                                        : c_.vmem_footprint(d_.rhs.dtype, tk, tn);
+          const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
+          if (vm > budget && !(tm == 64 || tm == M)) continue;
+          if (vm > budget) continue;
+          const std::int64_t nm = ceil_div(M, tm), nn = ceil_div(N, tn), nk = ceil_div(K, tk);
+          const double lhs_b = static_cast<double>(B * M * K) * bl * (nk == 1 ? 1.0 : static_cast<double>(nn));
+          const double rhs_b = static_cast<double>(B * K * N) * br * ((nn == 1 && nk == 1) ? 1.0 : static_cast<double>(nm));
+          const double out_b = static_cast<double>(B * M * N) * bo;
+          const double bytes = lhs_b + rhs_b + out_b;
+          const std::int64_t p = parts(tm, tn);
+          const std::int64_t items = ceil_div(tn, C_) * p;
+          const std::int64_t per_mxu = ceil_div(items, nmxu_);
+          const double part_rows = static_cast<double>(ceil_div(tm, p));
+          const double step_mxu = static_cast<double>(ceil_div(tk, R_) * per_mxu) *
+                                  std::max(part_rows / rate, load) / clock;
+          const double steps = static_cast<double>(B * nm * nn * nk);
+          const double pops = static_cast<double>(B * nm * nn * per_mxu) * part_rows / 8.0 *
+                              static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
+          // HBM time of the strided tiles: short contiguous runs (a tile row)
+          // waste bursts and channel parallelism; below ~1 KiB per row the
+          // effective bandwidth falls about linearly (measured on the
+          // simulator's HBM model, docs/lowering.md).
+          const auto eff = [](double run_bytes) { return std::clamp(run_bytes / 1024.0, 0.05, 1.0); };
+          const double run_l = static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
+          const double run_r = static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
+          const double run_o = static_cast<double>(tn) * bo;
+          const double dma_s = lhs_b / (bw * eff(run_l)) + rhs_b / (bw * eff(run_r)) + out_b / (bw * eff(run_o));
+          const double step_dma = dma_s / steps + lat;
+          const double first = (static_cast<double>(tm * tk) * bl + static_cast<double>(tk * tn) * br) / bw + lat;
+          const double last = static_cast<double>(tm * tn) * bo / bw + static_cast<double>(tm + R_ + C_) / clock + lat;
+          const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
+          const double time = steps * std::max({step_mxu, step_dma, issue}) + pops + first + last;
+          if (time < best.time_s * (1 - 1e-9)) {
+            best = Tiling{tm, tn, tk, time, bytes};
+          }
+        }
+      }
+    }
+    if (!std::isfinite(best.time_s)) {  // nothing fits the budget: smallest tiles
+      best = Tiling{std::min<std::int64_t>(M, 64), std::min(N, C_), std::min(K, R_), 0, 0};
+    }
+    return best;
+  }
+
+  // A two-slot ring of VMEM buffers per tile shape for one operand.
+  struct Ring {
+    std::string name;
+    isa::DType dtype;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
+    int next = 0;
+    std::int64_t last_key = -1;
+    isa::SemRef sem[2];
+    std::array<std::int64_t, 2> pending{0, 0};
+  };
+  std::uint32_t ring_buffer(Ring& r, std::int64_t rows, std::int64_t cols, int slot) {
+    auto it = r.bufs.find({rows, cols});
+    if (it == r.bufs.end()) {
+      std::array<std::uint32_t, 2> b{c_.vmem(r.name + ".0", r.dtype, rows, cols),
+                                     c_.vmem(r.name + ".1", r.dtype, rows, cols)};
+      it = r.bufs.emplace(std::pair{rows, cols}, b).first;
+    }
+    return it->second[static_cast<std::size_t>(slot)];
+  }
+  // A single scratch buffer per shape (transposed / converted operands).
+  std::uint32_t scratch(const std::string& name, isa::DType d, std::int64_t rows, std::int64_t cols) {
+    auto key = std::tuple{name, rows, cols};
+    auto it = scratch_.find(key);
+    if (it == scratch_.end()) it = scratch_.emplace(key, c_.vmem(name, d, rows, cols)).first;
+    return it->second;
+  }
+
+  struct StepIdx {
+    std::int64_t b, mb, nb, kc;
+  };
+
+  // Loads (if needed) the operand tile of step s; returns whether it loaded.
+  bool load(Ring& r, const Array& a, bool transposed, std::int64_t key, std::int64_t row0, std::int64_t rows,
+            std::int64_t col0, std::int64_t cols, std::uint32_t& buffer_out) {
+    if (key == r.last_key) return false;
+    r.last_key = key;
+    const int slot = r.next;
+    r.next ^= 1;
+    const std::int64_t vr = transposed ? cols : rows, vc = transposed ? rows : cols;
+    (void)vr;
+    (void)vc;
+    // The HBM tile in the operand's stored view.
+    const isa::TileRef src = transposed ? c_.tile(a.buffer, row0, cols, col0, rows) : c_.tile(a.buffer, row0, rows, col0, cols);
+    const std::uint32_t buf = ring_buffer(r, src.rows, src.cols, slot);
+    c_.dma(c_.whole(buf), src, r.sem[slot]);
+    ++r.pending[static_cast<std::size_t>(slot)];
+    buffer_out = buf;
+    loaded_slot_ = slot;
+    return true;
+  }
+
+  void emit() {
+    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
+    const std::int64_t nm = ceil_div(M, t_.tm), nn = ceil_div(N, t_.tn), nk = ceil_div(K, t_.tk);
+    std::vector<StepIdx> steps;
+    steps.reserve(static_cast<std::size_t>(B * nm * nn * nk));
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t mb = 0; mb < nm; ++mb)
+        for (std::int64_t nb = 0; nb < nn; ++nb)
+          for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
+
+    Ring lr{"lhs", d_.lhs.dtype, {}, 0, -1, {c_.sem("lhs0"), c_.sem("lhs1")}, {0, 0}};
+    Ring rr{"rhs", d_.rhs.dtype, {}, 0, -1, {c_.sem("rhs0"), c_.sem("rhs1")}, {0, 0}};
+    const isa::SemRef out_sem[2] = {c_.sem("out0"), c_.sem("out1")};
+    const isa::SemRef res = c_.sem("res");
+    std::array<std::int64_t, 2> out_pending{0, 0};
+    int out_next = 0;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> out_bufs;
+
+    // Small epilogue inputs stay resident.
+    std::vector<isa::TileRef> resident;
+    std::int64_t res_count = 0;
+    for (const Array& a : d_.epilogue_inputs) {
+      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / 8) continue;
+      const std::uint32_t vb = c_.vmem("epi", a.dtype, a.rows, a.cols);
+      c_.dma(c_.whole(vb), c_.whole(a.buffer), res);
+      ++res_count;
+    }
+
+    struct Cur {
+      std::uint32_t lhs = 0, rhs = 0;
+      bool lhs_new = false, rhs_new = false;
+      int lhs_slot = 0, rhs_slot = 0;
+    };
+    const auto extent = [](std::int64_t idx, std::int64_t t, std::int64_t full) {
+      return std::min(t, full - idx * t);
+    };
+    const auto issue_loads = [&](const StepIdx& s) {
+      Cur cur;
+      const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
+      const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
+      const std::int64_t lkey = (s.b * nm + s.mb) * nk + s.kc;
+      const std::int64_t rkey = (s.b * nk + s.kc) * nn + s.nb;
+      // lhs canonical [B*M, K]: rows b*M+m0, cols k0. Transposed [B*K, M]: rows b*K+k0, cols m0.
+      if (d_.lhs_transposed) {
+        cur.lhs_new = load(lr, d_.lhs, true, lkey, s.b * K + k0, me, m0, ke, cur.lhs);
+      } else {
+        cur.lhs_new = load(lr, d_.lhs, false, lkey, s.b * M + m0, me, k0, ke, cur.lhs);
+      }
+      cur.lhs_slot = loaded_slot_;
+      if (d_.rhs_transposed) {
+        cur.rhs_new = load(rr, d_.rhs, true, rkey, s.b * N + n0, ke, k0, ne, cur.rhs);
+      } else {
+        cur.rhs_new = load(rr, d_.rhs, false, rkey, s.b * K + k0, ke, n0, ne, cur.rhs);
+      }
+      cur.rhs_slot = loaded_slot_;
+      return cur;
+    };
+
+    std::vector<Cur> curs(steps.size());
+    if (!steps.empty()) curs[0] = issue_loads(steps[0]);
+    c_.wait(res, res_count);
+    std::uint32_t lhs_ready = 0, rhs_ready = 0;  // buffers the MXU reads (after transpose/convert)
+    std::uint32_t out_buf = 0;
+    int out_slot = 0;
+    for (std::size_t t = 0; t < steps.size(); ++t) {
+      const StepIdx& s = steps[t];
+      if (t + 1 < steps.size()) curs[t + 1] = issue_loads(steps[t + 1]);
+      const Cur& cur = curs[t];
+      const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
+      if (cur.lhs_new) {
+        c_.wait(lr.sem[cur.lhs_slot], 1);
+        --lr.pending[static_cast<std::size_t>(cur.lhs_slot)];
+        lhs_ready = prepare(cur.lhs, d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+      }
+      if (cur.rhs_new) {
+        c_.wait(rr.sem[cur.rhs_slot], 1);
+        --rr.pending[static_cast<std::size_t>(cur.rhs_slot)];
+        rhs_ready = prepare(cur.rhs, d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+      }
+      const std::int64_t p = parts(me, ne);
+      const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), 64));
+      const std::int64_t nsub = ceil_div(ne, C_);
+      struct Item {
+        std::int64_t r0, rows, c0, cols, mxu, acc;
+      };
+      std::vector<Item> items;
+      std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
+      for (std::int64_t ns = 0; ns < nsub; ++ns) {
+        for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
+          const std::int64_t mx = static_cast<std::int64_t>(items.size()) % nmxu_;
+          Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
+                  per_mxu[static_cast<std::size_t>(mx)] * part_rows};
+          ++per_mxu[static_cast<std::size_t>(mx)];
+          items.push_back(it);
+        }
+      }
+      if (s.kc == 0) {
+        // A new output block: its staging slot must have drained.
+        out_slot = out_next;
+        out_next ^= 1;
+        c_.wait(out_sem[out_slot], out_pending[static_cast<std::size_t>(out_slot)]);
+        out_pending[static_cast<std::size_t>(out_slot)] = 0;
+        auto it = out_bufs.find({me, ne});
+        if (it == out_bufs.end()) {
+          it = out_bufs.emplace(std::pair{me, ne}, std::array<std::uint32_t, 2>{c_.vmem("acc.0", d_.out.dtype, me, ne),
+                                                                              c_.vmem("acc.1", d_.out.dtype, me, ne)})
+                   .first;
+        }
+        out_buf = it->second[static_cast<std::size_t>(out_slot)];
+      }
+      const std::int64_t ksubs = ceil_div(ke, R_);
+      for (std::int64_t ks = 0; ks < ksubs; ++ks) {
+        const std::int64_t kr = std::min(R_, ke - ks * R_);
+        for (const Item& it : items) {
+          c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(rhs_ready, ks * R_, kr, it.c0, it.cols)});
+          c_.emit(isa::MxuMatmul{it.mxu, c_.tile(lhs_ready, it.r0, it.rows, ks * R_, kr), it.acc,
+                                 (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
+        }
+      }
+      if (s.kc + 1 == nk) {
+        for (const Item& it : items) {
+          c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
+        }
+        for (int e = 0; e < d_.epilogue_vpu_ops; ++e) {
+          isa::VpuElementwise op;
+          op.op = isa::VpuOp::kAdd;
+          op.dst = c_.whole(out_buf);
+          op.a = c_.whole(out_buf);
+          op.imm = 0;
+          c_.emit(op);
+        }
+        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+        c_.dma(c_.tile(d_.out.buffer, s.b * M + m0, me, n0, ne), c_.whole(out_buf), out_sem[out_slot]);
+        ++out_pending[static_cast<std::size_t>(out_slot)];
+      }
+      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+    }
+    c_.wait(out_sem[out_next], out_pending[static_cast<std::size_t>(out_next)]);
+    c_.wait(out_sem[out_next ^ 1], out_pending[static_cast<std::size_t>(out_next ^ 1)]);
+  }
+
+  // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the
+  // rows x cols tile in the dtype the MXU reads. Returns the buffer to read.
+  std::uint32_t prepare(std::uint32_t raw, bool transposed, isa::DType mxu_dt, const std::string& name,
+                        std::int64_t rows, std::int64_t cols) {
+    std::uint32_t cur = raw;
+    const isa::DType raw_dt = c_.prog.buffers[raw].dtype;
+    if (transposed) {
+      const std::uint32_t t = scratch(name, raw_dt, rows, cols);
+      c_.emit(isa::XluTranspose{c_.whole(t), c_.whole(cur)});
+      cur = t;
+    }
+    if (raw_dt != mxu_dt) {
+      const std::uint32_t v = scratch(name + ".cvt", mxu_dt, rows, cols);
+      isa::VpuElementwise e;
+      e.op = isa::VpuOp::kConvert;
+      e.dst = c_.whole(v);
+      e.a = c_.whole(cur);
+      c_.emit(e);
+      cur = v;
+    }
+    return cur;
+  }
+
+  Ctx& c_;
+  const DotSpec& d_;
+  std::int64_t nmxu_ = 1, R_ = 128, C_ = 128;
+  isa::DType lhs_dt_ = isa::DType::kBf16, rhs_dt_ = isa::DType::kBf16;
+  Tiling t_;
+  int loaded_slot_ = 0;
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::uint32_t> scratch_;
+};
+
+}  // namespace
+
+void lower_dot(Ctx& ctx, const DotSpec& d) {
+  DotLowering l(ctx, d);
+  l.run();
+}
+
+}  // namespace tpusim::lower

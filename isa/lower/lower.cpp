@@ -1,0 +1,649 @@
+// The driver: walks the entry computation in order and lowers each
+// top-level instruction (a fusion is one unit) to a program section.
+#include "isa/lower/lower.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "isa/hlo/attribute_values.h"
+#include "isa/hlo/cost_analysis.h"
+#include "isa/lower/context.h"
+
+namespace tpusim::lower {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+
+std::size_t leaf_count(const hlo::Shape& s) {
+  if (s.is_tuple()) {
+    std::size_t n = 0;
+    for (const auto& e : s.tuple_elements()) n += leaf_count(e);
+    return n;
+  }
+  if (s.is_buffer()) return s.tuple_elements().empty() ? 0 : leaf_count(s.tuple_elements()[0]);
+  return s.is_array() ? 1 : 0;
+}
+
+bool is_contraction(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvolution; }
+
+std::int64_t product(const hlo::Shape& s, const std::vector<std::int64_t>& dims) {
+  std::int64_t p = 1;
+  for (const auto d : dims) {
+    if (d >= 0 && d < s.rank()) p *= std::max<std::int64_t>(1, s.dim(static_cast<int>(d)));
+  }
+  return p;
+}
+
+bool is_range(const std::vector<std::int64_t>& v, std::int64_t from) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != from + static_cast<std::int64_t>(i)) return false;
+  }
+  return true;
+}
+
+std::vector<std::int64_t> free_dims(int rank, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  std::vector<std::int64_t> out;
+  for (int d = 0; d < rank; ++d) {
+    if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) out.push_back(d);
+  }
+  return out;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(Ctx& c) : c_(c) {}
+
+  Result<bool> run() {
+    const hlo::Computation* entry = c_.module.entry();
+    if (entry == nullptr) {
+      return Diagnostic{c_.module.source().name, 0, 0, "unsupported: module has no entry computation", ""};
+    }
+    std::vector<Value> params;
+    for (const Instruction* p : entry->parameters()) {
+      params.push_back(p == nullptr ? Value{} : c_.hbm_value(p->name(), p->shape()));
+    }
+    auto r = lower_computation(*entry, params, true);
+    if (!r.ok()) return r.errors();
+    return true;
+  }
+
+ private:
+  Result<Value> lower_computation(const hlo::Computation& comp, const std::vector<Value>& params, bool top) {
+    for (const Instruction* x : comp.instructions()) {
+      if (c_.prog.code.size() > c_.opt.max_instructions) {
+        return Diagnostic{c_.module.source().name, 0, 0,
+                          "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
+                              " instructions at " + c_.where(*x) + " (" + std::string(x->name()) + ")",
+                          ""};
+      }
+      auto st = lower_inst(*x, params, top);
+      if (!st.ok()) return st.errors();
+    }
+    if (comp.root() == nullptr) return Value{};
+    return vals_[comp.root()];
+  }
+
+  Value operand(const Instruction& x, std::size_t i) {
+    auto it = vals_.find(x.operand(i));
+    return it == vals_.end() ? Value{} : it->second;
+  }
+  Array leaf0(const Instruction& x, std::size_t i) {
+    Value v = operand(x, i);
+    if (!v.leaves.empty()) return v.leaves[0];
+    const Instruction* o = x.operand(i);
+    Value fresh = c_.hbm_value(o->name(), o->shape());
+    vals_[o] = fresh;
+    return fresh.leaves.empty() ? c_.hbm_array(o->name(), hlo::Shape(hlo::ElementType::kF32, {1})) : fresh.leaves[0];
+  }
+  std::vector<Array> all_leaves(const Instruction& x) {
+    std::vector<Array> out;
+    for (std::size_t i = 0; i < x.operand_count(); ++i) {
+      const Value v = operand(x, i);
+      out.insert(out.end(), v.leaves.begin(), v.leaves.end());
+    }
+    return out;
+  }
+
+  void section(const Instruction& x, bool approximate) {
+    c_.begin_section(loop_depth_ > 0);
+    c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + std::string(x.name())
+                                  : std::string(x.name()));
+  }
+
+  void stream_single(const Instruction& x, bool approximate) {
+    section(x, approximate);
+    StreamKernel k;
+    k.single = &x;
+    k.inputs = all_leaves(x);
+    Value out = c_.hbm_value(x.name(), x.shape());
+    k.outputs = out.leaves;
+    vals_[&x] = out;
+    if (!k.outputs.empty() || !k.inputs.empty()) lower_stream(c_, k);
+  }
+
+  // Copies `a` into a fresh array with the given logical shape (a relayout
+  // through VMEM: DMA in, DMA out).
+  Array relayout(const Instruction& x, const Array& a, const hlo::Shape& shape) {
+    Array out = c_.hbm_array(std::string(x.name()) + ".relayout", shape);
+    lower_relayout(a, out);
+    return out;
+  }
+  void lower_relayout(const Array& in, const Array& out) {
+    // Reuse the stream machinery with a synthetic copy: in and out have the
+    // same elements; each chunk is DMA'd in and out (no compute).
+    StreamKernel k;
+    k.inputs = {in};
+    k.outputs = {out};
+    lower_stream(c_, k);  // no body, no op: a pure copy
+  }
+
+  // Dot operand views: canonical ([B*M,K] / [B*K,N]), transposed, or a
+  // relayout into a canonical scratch array.
+  Result<bool> lower_dot_like(const Instruction& x, const Instruction* dot, const std::vector<Array>& boundary,
+                              const hlo::Computation* fused) {
+    const Instruction& d = *dot;
+    const hlo::Shape& ls = d.operand(0)->shape();
+    const hlo::Shape& rs = d.operand(1)->shape();
+    // Boundary arrays feeding the dot's operands.
+    const auto trace = [&](const Instruction* o) -> std::optional<Array> {
+      if (fused == nullptr) return leaf0(x, o == d.operand(0) ? 0 : 1);
+      for (int hops = 0; hops < 16 && o != nullptr; ++hops) {
+        if (o->opcode() == Opcode::kParameter) {
+          const auto p = static_cast<std::size_t>(o->parameter_number());
+          if (p < boundary.size()) return boundary[p];
+          return std::nullopt;
+        }
+        if (o->operand_count() == 0) return std::nullopt;
+        o = o->operand(0);
+      }
+      return std::nullopt;
+    };
+    DotSpec spec;
+    spec.name = std::string(x.name());
+    Value out = c_.hbm_value(x.name(), x.shape());
+    vals_[&x] = out;
+    if (out.leaves.empty()) return true;
+    spec.out = out.leaves[0];
+    bool approx = false;
+    std::string why;
+    if (d.opcode() == Opcode::kDot) {
+      const auto lb = hlo::ints_attr(d, hlo::AttrId::kLhsBatchDims).value_or(hlo::Ints{});
+      const auto rb = hlo::ints_attr(d, hlo::AttrId::kRhsBatchDims).value_or(hlo::Ints{});
+      const auto lc = hlo::ints_attr(d, hlo::AttrId::kLhsContractingDims).value_or(hlo::Ints{});
+      const auto rc = hlo::ints_attr(d, hlo::AttrId::kRhsContractingDims).value_or(hlo::Ints{});
+      const auto lf = free_dims(ls.rank(), lb, lc);
+      const auto rf = free_dims(rs.rank(), rb, rc);
+      spec.batch = product(ls, lb);
+      spec.m = product(ls, lf);
+      spec.k = product(ls, lc);
+      spec.n = product(rs, rf);
+      const auto nb = static_cast<std::int64_t>(lb.size());
+      const bool lhs_canon = is_range(lb, 0) && is_range(lf, nb) && lc.size() == 1 &&
+                             lc[0] == ls.rank() - 1;
+      const bool lhs_t = is_range(lb, 0) && lc.size() == 1 && lc[0] == nb && lf.size() == 1 && lf[0] == nb + 1;
+      const bool rhs_canon = is_range(rb, 0) && rc.size() == 1 && rc[0] == static_cast<std::int64_t>(rb.size()) &&
+                             rf.size() == 1 && rf[0] == rs.rank() - 1;
+      const bool rhs_t = is_range(rb, 0) && is_range(rf, static_cast<std::int64_t>(rb.size())) && rc.size() == 1 &&
+                         rc[0] == rs.rank() - 1;
+      auto la = trace(d.operand(0));
+      auto ra = trace(d.operand(1));
+      const auto get = [&](std::optional<Array> a, const hlo::Shape& s, std::string_view tag) {
+        if (a && a->elements == std::max<std::int64_t>(1, s.element_count())) return *a;
+        approx = true;
+        why += std::string(tag) + " operand is computed inside the fusion (read from a scratch array); ";
+        return c_.hbm_array(std::string(x.name()) + "." + std::string(tag), s);
+      };
+      Array l = get(la, ls, "lhs"), r = get(ra, rs, "rhs");
+      // Relayout non-canonical operands into canonical scratch arrays.
+      if (lhs_canon || (lhs_t && spec.batch >= 1)) {
+        spec.lhs = l;
+        spec.lhs_transposed = !lhs_canon;
+      } else {
+        approx = true;
+        why += "lhs dimension order needs a relayout copy; ";
+        section(x, true);
+        spec.lhs = relayout(x, l, hlo::Shape(ls.element_type(), {spec.batch * spec.m, spec.k}));
+      }
+      if (rhs_canon || rhs_t) {
+        spec.rhs = r;
+        spec.rhs_transposed = !rhs_canon;
+      } else {
+        approx = true;
+        why += "rhs dimension order needs a relayout copy; ";
+        section(x, true);
+        spec.rhs = relayout(x, r, hlo::Shape(rs.element_type(), {spec.batch * spec.k, spec.n}));
+      }
+      // Views must match the arrays as declared (rows x cols).
+      const auto fix = [&](Array& a, std::int64_t rows, std::int64_t cols, const hlo::Shape& s, std::string_view tag) {
+        if (a.rows == rows && a.cols == cols * stored_type(s.element_type()).width) return;
+        approx = true;
+        why += std::string(tag) + " view differs from its stored layout (relayout copy); ";
+        section(x, true);
+        a = relayout(x, a, hlo::Shape(s.element_type(), {rows, cols}));
+      };
+      if (spec.lhs_transposed) {
+        fix(spec.lhs, spec.batch * spec.k, spec.m, ls, "lhs");
+      } else {
+        fix(spec.lhs, spec.batch * spec.m, spec.k, ls, "lhs");
+      }
+      if (spec.rhs_transposed) {
+        fix(spec.rhs, spec.batch * spec.n, spec.k, rs, "rhs");
+      } else {
+        fix(spec.rhs, spec.batch * spec.k, spec.n, rs, "rhs");
+      }
+      if (spec.out.rows != spec.batch * spec.m || spec.out.cols != spec.n * stored_type(x.shape().element_type()).width) {
+        // Fusion outputs of another shape (e.g. reduced): write a scratch
+        // array in the dot's view, then the real output is costed by the copy.
+        approx = true;
+        why += "fusion output differs from the dot's [B*M, N] view (extra copy); ";
+        Array real = spec.out;
+        spec.out = c_.hbm_array(std::string(x.name()) + ".dot", hlo::Shape(d.shape().element_type(), {spec.batch * spec.m, spec.n}));
+        emit_dot(x, spec, fused, boundary, approx);
+        section(x, true);
+        lower_relayout(spec.out, real);
+        if (approx) c_.approx(x, why);
+        return true;
+      }
+    } else {
+      // Convolution as implicit GEMM: M = batch x output spatial, K = window
+      // x input features / groups, N = output features. The input is read
+      // through an im2col view (window x input bytes): an approximation of
+      // the real kernel's VMEM reuse.
+      const hlo::Shape& os = d.shape();
+      std::int64_t window = 1;
+      if (auto w = hlo::window_attr(d)) {
+        for (const auto& wd : *w) window *= std::max<std::int64_t>(1, wd.size);
+      }
+      const std::int64_t groups = std::max<std::int64_t>(1, hlo::int_attr(d, hlo::AttrId::kFeatureGroupCount).value_or(1));
+      const std::int64_t out_feat = os.rank() > 0 ? os.dim(os.rank() - 1) : 1;  // b01f output assumed
+      const std::int64_t in_feat = std::max<std::int64_t>(1, rs.element_count() / std::max<std::int64_t>(1, window * out_feat)) * 1;
+      spec.batch = 1;
+      spec.m = std::max<std::int64_t>(1, os.element_count() / std::max<std::int64_t>(1, out_feat));
+      spec.k = std::max<std::int64_t>(1, window * in_feat);
+      spec.n = std::max<std::int64_t>(1, out_feat);
+      (void)groups;
+      spec.lhs = c_.hbm_array(std::string(x.name()) + ".im2col", hlo::Shape(ls.element_type(), {spec.m, spec.k}));
+      spec.rhs = c_.hbm_array(std::string(x.name()) + ".kernel", hlo::Shape(rs.element_type(), {spec.k, spec.n}));
+      if (spec.out.rows != spec.m || spec.out.cols != spec.n) {
+        spec.out = c_.hbm_array(std::string(x.name()) + ".gemm", hlo::Shape(os.element_type(), {spec.m, spec.n}));
+      }
+      approx = true;
+      why += "convolution as a GEMM over an im2col view of the input (M=" + std::to_string(spec.m) +
+             " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) + "); ";
+    }
+    emit_dot(x, spec, fused, boundary, approx);
+    if (approx) c_.approx(x, why);
+    return true;
+  }
+
+  void emit_dot(const Instruction& x, DotSpec& spec, const hlo::Computation* fused, const std::vector<Array>& boundary,
+                bool approx) {
+    if (fused != nullptr) {
+      for (const Instruction* y : fused->instructions()) {
+        const auto cat = hlo::opcode_category(y->opcode());
+        if (cat == hlo::OpCategory::kElementwiseUnary || cat == hlo::OpCategory::kElementwiseBinary ||
+            cat == hlo::OpCategory::kElementwiseTernary) {
+          ++spec.epilogue_vpu_ops;
+        }
+      }
+      for (const Array& a : boundary) {
+        if (a.buffer != spec.lhs.buffer && a.buffer != spec.rhs.buffer) spec.epilogue_inputs.push_back(a);
+      }
+    }
+    section(x, approx);
+    lower_dot(c_, spec);
+    if (!approx) c_.note(x, NoteKind::kLowered, "MXU program");
+  }
+
+  std::int64_t trip_count(const Instruction& x) {
+    const hlo::Attribute* a = x.attribute(hlo::AttrId::kBackendConfig);
+    if (a != nullptr) {
+      const std::string_view v = a->value;
+      const auto pos = v.find("known_trip_count");
+      if (pos != std::string_view::npos) {
+        std::size_t i = v.find_first_of("0123456789", pos);
+        std::int64_t n = 0;
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9') n = n * 10 + (v[i++] - '0');
+        if (n > 0) return n;
+      }
+    }
+    return -1;
+  }
+
+  Result<bool> lower_inst(const Instruction& x, const std::vector<Value>& params, bool top) {
+    const Opcode op = x.opcode();
+    const auto alias = [&](std::size_t i) {
+      vals_[&x] = x.operand_count() > i ? operand(x, i) : c_.hbm_value(x.name(), x.shape());
+    };
+    const auto free_note = [&](std::string why) {
+      if (top) c_.note(x, NoteKind::kFree, std::move(why));
+    };
+    switch (op) {
+      case Opcode::kParameter: {
+        const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x.parameter_number()));
+        vals_[&x] = p < params.size() ? params[p] : c_.hbm_value(x.name(), x.shape());
+        free_note("parameter in HBM");
+        return true;
+      }
+      case Opcode::kConstant:
+      case Opcode::kIota:
+        if (op == Opcode::kIota && x.shape().element_count() > 4096) break;
+        vals_[&x] = c_.hbm_value(x.name(), x.shape());
+        free_note("preloaded in HBM");
+        return true;
+      case Opcode::kTuple: {
+        Value v;
+        for (std::size_t i = 0; i < x.operand_count(); ++i) {
+          const Value o = operand(x, i);
+          v.leaves.insert(v.leaves.end(), o.leaves.begin(), o.leaves.end());
+        }
+        vals_[&x] = v;
+        free_note("tuple");
+        return true;
+      }
+      case Opcode::kGetTupleElement: {
+        const Value o = operand(x, 0);
+        const auto idx = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(x, hlo::AttrId::kIndex).value_or(0)));
+        std::size_t first = 0;
+        const hlo::Shape& ts = x.operand(0)->shape();
+        for (std::size_t i = 0; i < idx && ts.is_tuple() && i < ts.tuple_elements().size(); ++i) {
+          first += leaf_count(ts.tuple_elements()[i]);
+        }
+        const std::size_t n = leaf_count(x.shape());
+        Value v;
+        for (std::size_t i = first; i < first + n && i < o.leaves.size(); ++i) v.leaves.push_back(o.leaves[i]);
+        if (v.leaves.size() != n) v = c_.hbm_value(x.name(), x.shape());
+        vals_[&x] = v;
+        free_note("get-tuple-element");
+        return true;
+      }
+      case Opcode::kBitcast:
+      case Opcode::kAddDependency:
+      case Opcode::kOptimizationBarrier:
+      case Opcode::kDomain:
+      case Opcode::kCopyDone:
+      case Opcode::kAllGatherDone:
+      case Opcode::kAllReduceDone:
+      case Opcode::kCollectivePermuteDone:
+      case Opcode::kAsyncUpdate:
+        if (auto it = async_.find(x.operand_count() ? x.operand(0) : nullptr); it != async_.end()) {
+          vals_[&x] = it->second;
+        } else {
+          alias(0);
+          // A -done of an async pair yields the last leaves of its -start.
+          Value& v = vals_[&x];
+          const std::size_t n = leaf_count(x.shape());
+          if (v.leaves.size() > n) v.leaves.erase(v.leaves.begin(), v.leaves.end() - static_cast<std::ptrdiff_t>(n));
+        }
+        free_note("no data movement (layout-preserving or async completion)");
+        return true;
+      case Opcode::kAsyncDone: {
+        if (auto it = async_.find(x.operand(0)); it != async_.end()) {
+          vals_[&x] = it->second;
+        } else {
+          vals_[&x] = c_.hbm_value(x.name(), x.shape());
+        }
+        free_note("async completion");
+        return true;
+      }
+      case Opcode::kReshape: {
+        const Array a = leaf0(x, 0);
+        const hlo::Shape& s = x.shape();
+        const std::int64_t last = s.rank() > 0 ? s.dim(s.rank() - 1) : 1;
+        if (a.cols == last * stored_type(s.element_type()).width || a.elements <= 1) {
+          Array v = a;
+          v.shape = s;
+          vals_[&x] = Value{{v}};
+          free_note("layout-preserving reshape");
+          return true;
+        }
+        section(x, false);
+        Value out = c_.hbm_value(x.name(), x.shape());
+        vals_[&x] = out;
+        if (!out.leaves.empty()) lower_relayout(a, out.leaves[0]);
+        c_.note(x, NoteKind::kLowered, "reshape changing the minor dimension: relayout copy through VMEM");
+        return true;
+      }
+      case Opcode::kAfterAll:
+      case Opcode::kPartitionId:
+      case Opcode::kReplicaId:
+      case Opcode::kRngGetAndUpdateState:
+      case Opcode::kInfeed:
+      case Opcode::kRecv:
+      case Opcode::kRecvDone:
+      case Opcode::kSend:
+      case Opcode::kSendDone:
+      case Opcode::kOutfeed:
+      case Opcode::kGetDimensionSize:
+      case Opcode::kSetDimensionSize:
+        vals_[&x] = op == Opcode::kSetDimensionSize ? operand(x, 0) : c_.hbm_value(x.name(), x.shape());
+        if (top) c_.approx(x, "host/side-effect op: not timed");
+        return true;
+      case Opcode::kCall: {
+        const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
+        if (callee == nullptr) break;
+        std::vector<Value> ps;
+        for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
+        auto r = lower_computation(*callee, ps, false);
+        if (!r.ok()) return r.errors();
+        vals_[&x] = *r;
+        c_.note(x, NoteKind::kLowered, "call inlined");
+        return true;
+      }
+      case Opcode::kAsyncStart: {
+        const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
+        if (callee == nullptr) break;
+        std::vector<Value> ps;
+        for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
+        auto r = lower_computation(*callee, ps, false);
+        if (!r.ok()) return r.errors();
+        async_[&x] = *r;
+        vals_[&x] = c_.hbm_value(x.name(), x.shape());
+        c_.note(x, NoteKind::kLowered, "async computation inlined at its start");
+        return true;
+      }
+      case Opcode::kWhile: {
+        const hlo::Computation* body = x.called(hlo::AttrId::kBody);
+        const hlo::Computation* cond = x.called(hlo::AttrId::kCondition);
+        if (body == nullptr) break;
+        std::int64_t n = trip_count(x);
+        if (n < 0) {
+          n = c_.opt.default_trip_count;
+          c_.approx(x, "while without known_trip_count: body run " + std::to_string(n) + " time(s)");
+        } else {
+          c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n));
+        }
+        const Value state = operand(x, 0);
+        c_.set_provenance(std::string(x.name()));
+        c_.emit(isa::Repeat{n});
+        const std::size_t repeat_at = c_.prog.code.size() - 1;
+        ++loop_depth_;
+        if (cond != nullptr) {
+          auto rc = lower_computation(*cond, {state}, false);
+          if (!rc.ok()) return rc.errors();
+        }
+        auto rb = lower_computation(*body, {state}, false);
+        --loop_depth_;
+        if (!rb.ok()) return rb.errors();
+        if (c_.prog.code.size() == repeat_at + 1) {
+          c_.prog.code.pop_back();  // empty body: no repeat
+        } else {
+          c_.set_provenance(std::string(x.name()));
+          c_.emit(isa::End{});
+        }
+        vals_[&x] = *rb;
+        return true;
+      }
+      case Opcode::kConditional: {
+        const auto branches = x.called_computations();
+        const hlo::Computation* worst = nullptr;
+        double worst_cost = -1;
+        for (const hlo::Computation* b : branches) {
+          if (b == nullptr) continue;
+          const hlo::OpCost cst = hlo::computation_cost(*b);
+          const double v = cst.flops + cst.bytes_accessed();
+          if (v > worst_cost) {
+            worst_cost = v;
+            worst = b;
+          }
+        }
+        if (worst == nullptr) break;
+        std::size_t bi = 0;
+        for (std::size_t i = 0; i < branches.size(); ++i) {
+          if (branches[i] == worst) bi = i;
+        }
+        std::vector<Value> ps{x.operand_count() > bi + 1 ? operand(x, bi + 1) : Value{}};
+        auto r = lower_computation(*worst, ps, false);
+        if (!r.ok()) return r.errors();
+        vals_[&x] = *r;
+        c_.approx(x, "conditional: the most expensive branch (" + std::string(worst->name()) + ") is run");
+        return true;
+      }
+      case Opcode::kCustomCall: {
+        const auto target = hlo::word_attr(x, hlo::AttrId::kCustomCallTarget).value_or("");
+        if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
+            target == "LayoutConstraint" || target == "MoveToHost" || target == "MoveToDevice" ||
+            target == "AllocateBuffer") {
+          alias(0);
+          if (vals_[&x].leaves.empty()) vals_[&x] = c_.hbm_value(x.name(), x.shape());
+          free_note("custom-call " + std::string(target) + ": annotation, no data movement");
+          return true;
+        }
+        stream_single(x, true);
+        c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+        return true;
+      }
+      case Opcode::kAllReduce:
+      case Opcode::kAllReduceStart:
+      case Opcode::kAllGather:
+      case Opcode::kAllGatherStart:
+      case Opcode::kReduceScatter:
+      case Opcode::kAllToAll:
+      case Opcode::kCollectivePermute:
+      case Opcode::kCollectivePermuteStart:
+      case Opcode::kCollectiveBroadcast:
+      case Opcode::kRaggedAllToAll:
+        lower_collective(x);
+        return true;
+      case Opcode::kFusion: {
+        const hlo::Computation* f = x.fused_computation();
+        if (f == nullptr) break;
+        std::vector<Array> boundary;
+        for (std::size_t i = 0; i < x.operand_count(); ++i) boundary.push_back(leaf0(x, i));
+        const Instruction* contraction = nullptr;
+        for (const Instruction* y : f->instructions()) {
+          if (is_contraction(y->opcode())) contraction = y;
+        }
+        if (contraction != nullptr) {
+          return lower_dot_like(x, contraction, boundary, f);
+        }
+        section(x, false);
+        StreamKernel k;
+        k.body = f;
+        k.inputs = boundary;
+        Value out = c_.hbm_value(x.name(), x.shape());
+        k.outputs = out.leaves;
+        vals_[&x] = out;
+        lower_stream(c_, k);
+        c_.note(x, NoteKind::kLowered, "fusion streamed through VMEM (VPU/EUP/XLU)");
+        return true;
+      }
+      case Opcode::kDot:
+      case Opcode::kConvolution:
+        return lower_dot_like(x, &x, {}, nullptr);
+      default:
+        break;
+    }
+    // Everything else: a one-op stream kernel.
+    const auto cat = hlo::opcode_category(op);
+    const bool exact = cat == hlo::OpCategory::kElementwiseUnary || cat == hlo::OpCategory::kElementwiseBinary ||
+                       cat == hlo::OpCategory::kElementwiseTernary || op == Opcode::kBroadcast ||
+                       op == Opcode::kReduce || op == Opcode::kTranspose || op == Opcode::kCopy ||
+                       op == Opcode::kConvert || op == Opcode::kSlice || op == Opcode::kConcatenate ||
+                       op == Opcode::kPad || op == Opcode::kDynamicSlice || op == Opcode::kDynamicUpdateSlice ||
+                       op == Opcode::kReverse || op == Opcode::kIota || op == Opcode::kCopyStart;
+    stream_single(x, !exact);
+    if (exact) {
+      c_.note(x, NoteKind::kLowered, "streamed through VMEM");
+    } else {
+      c_.approx(x, "costed as a VMEM stream of its operand and result bytes with VPU passes");
+    }
+    return true;
+  }
+
+  void lower_collective(const Instruction& x) {
+    section(x, false);
+    const std::vector<Array> ins = all_leaves(x);
+    Value out = c_.hbm_value(x.name(), x.shape());
+    vals_[&x] = out;
+    const Opcode op = x.opcode();
+    isa::CollectiveKind kind = isa::CollectiveKind::kAllReduce;
+    if (op == Opcode::kAllGather || op == Opcode::kAllGatherStart || op == Opcode::kCollectiveBroadcast) {
+      kind = isa::CollectiveKind::kAllGather;
+    } else if (op == Opcode::kReduceScatter) {
+      kind = isa::CollectiveKind::kReduceScatter;
+    } else if (op == Opcode::kAllToAll || op == Opcode::kRaggedAllToAll) {
+      kind = isa::CollectiveKind::kAllToAll;
+    } else if (op == Opcode::kCollectivePermute || op == Opcode::kCollectivePermuteStart) {
+      kind = isa::CollectiveKind::kCollectivePermute;
+    }
+    isa::GroupsRef groups;
+    if (kind == isa::CollectiveKind::kCollectivePermute) {
+      if (auto pairs = hlo::int_lists_attr(x, hlo::AttrId::kSourceTargetPairs)) {
+        isa::ReplicaGroups g;
+        for (const auto& p : *pairs) g.push_back(p);
+        groups.id = static_cast<std::uint32_t>(c_.prog.replica_groups.size());
+        c_.prog.replica_groups.push_back(std::move(g));
+      }
+    } else if (auto rg = hlo::replica_groups_attr(x); rg && !rg->groups.empty()) {
+      isa::ReplicaGroups g;
+      for (const auto& p : rg->groups) g.push_back(p);
+      groups.id = static_cast<std::uint32_t>(c_.prog.replica_groups.size());
+      c_.prog.replica_groups.push_back(std::move(g));
+    }
+    const isa::SemRef sem = c_.sem("ici");
+    std::int64_t n = 0;
+    const std::size_t k = ins.size();
+    const std::size_t skip = out.leaves.size() > k ? out.leaves.size() - k : 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      const Array& src = ins[i];
+      Array dst = skip + i < out.leaves.size() ? out.leaves[skip + i] : src;
+      const bool same_shape_kind = kind == isa::CollectiveKind::kAllReduce ||
+                                   kind == isa::CollectiveKind::kCollectivePermute ||
+                                   kind == isa::CollectiveKind::kAllToAll;
+      if (same_shape_kind && (dst.rows != src.rows || dst.cols != src.cols)) {
+        dst = c_.hbm_array(std::string(x.name()) + ".dst", src.shape);
+      }
+      c_.emit(isa::Collective{kind, c_.whole(dst.buffer), c_.whole(src.buffer), groups, sem});
+      ++n;
+    }
+    c_.wait(sem, n);
+    c_.note(x, NoteKind::kLowered, "collective instruction(s)");
+  }
+
+  Ctx& c_;
+  std::unordered_map<const Instruction*, Value> vals_;
+  std::unordered_map<const Instruction*, Value> async_;
+  int loop_depth_ = 0;
+};
+
+}  // namespace
+
+Result<Lowered> lower_module(const hlo::Module& module, const ChipConfig& chip, const LowerOptions& options) {
+  Lowered out;
+  out.program.file = module.source().name;
+  Ctx ctx(module, chip, options, out.program, out.report);
+  Lowerer l(ctx);
+  auto r = l.run();
+  if (!r.ok()) return r.errors();
+  if (out.program.code.size() > options.max_instructions) {
+    return Diagnostic{module.source().name, 0, 0,
+                      "unsupported: the lowered program exceeds " + std::to_string(options.max_instructions) +
+                          " instructions",
+                      ""};
+  }
+  return out;
+}
+
+}  // namespace tpusim::lower

@@ -1,0 +1,693 @@
+// Stream kernels: elementwise / broadcast / reduce work (a fusion without a
+// dot, or one such top-level op) streamed through VMEM in row chunks of the
+// iteration space with double-buffered DMAs. See docs/lowering.md.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "isa/hlo/attribute_values.h"
+#include "isa/lower/context.h"
+
+namespace tpusim::lower {
+namespace {
+
+using hlo::Opcode;
+
+enum class Form : std::uint8_t { kScalar, kRow, kCol, kFull };
+
+Form join(Form a, Form b) {
+  if (a == b) return a;
+  if (a == Form::kScalar) return b;
+  if (b == Form::kScalar) return a;
+  return Form::kFull;  // row x col, or anything with full
+}
+
+// The value of one inner instruction on the current chunk.
+struct Val {
+  Form form = Form::kScalar;
+  isa::TileRef tile;
+  isa::DType dtype = isa::DType::kF32;
+  bool pooled = false;  // tile is a pool temp (freed after last use)
+};
+
+struct ArrayStream {
+  Array a;
+  bool streamed = false;      // per chunk (else resident: once)
+  std::int64_t q = 0;         // rows per chunk
+  std::uint32_t slot[2] = {isa::TileRef::kNone, isa::TileRef::kNone};
+  std::uint32_t tail = isa::TileRef::kNone;
+  std::uint32_t resident = isa::TileRef::kNone;
+  bool aligned = false;       // same view as the iteration space: tiles feed ops directly
+};
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t round_up(std::int64_t v, std::int64_t m) { return ceil_div(v, m) * m; }
+
+struct Step {
+  bool eup = false;
+  isa::VpuOp vop = isa::VpuOp::kCopy;
+  isa::EupOp eop = isa::EupOp::kExp;
+};
+
+isa::VpuOp compare_op(const hlo::Instruction& x) {
+  const auto d = hlo::word_attr(x, hlo::AttrId::kDirection).value_or("EQ");
+  if (d == "NE") return isa::VpuOp::kCmpNe;
+  if (d == "LT") return isa::VpuOp::kCmpLt;
+  if (d == "LE") return isa::VpuOp::kCmpLe;
+  if (d == "GT") return isa::VpuOp::kCmpGt;
+  if (d == "GE") return isa::VpuOp::kCmpGe;
+  return isa::VpuOp::kCmpEq;
+}
+
+isa::ReduceOp reduce_op(const hlo::Instruction& x) {
+  for (const hlo::Computation* c : x.called_computations()) {
+    if (c == nullptr || c->root() == nullptr) continue;
+    const Opcode r = c->root()->opcode();
+    if (r == Opcode::kMaximum) return isa::ReduceOp::kMax;
+    if (r == Opcode::kMinimum) return isa::ReduceOp::kMin;
+    break;
+  }
+  return isa::ReduceOp::kSum;
+}
+
+class Streamer {
+ public:
+  Streamer(Ctx& ctx, const StreamKernel& k) : c_(ctx), k_(k) {}
+
+  void run() {
+    choose_space();
+    plan_arrays();
+    emit_all();
+  }
+
+ private:
+  // ---- iteration space and chunking ----
+  void consider(const hlo::Shape& s) {
+    if (!s.is_array()) return;
+    const std::int64_t e = std::max<std::int64_t>(1, s.element_count());
+    if (e <= space_elems_) return;
+    space_elems_ = e;
+    const std::int64_t last = s.rank() > 0 ? std::max<std::int64_t>(1, s.dim(s.rank() - 1)) : 1;
+    cols_ = last * stored_type(s.element_type()).width;
+    rows_ = std::max<std::int64_t>(1, e / last);
+  }
+  void choose_space() {
+    for (const Array& a : k_.inputs) consider(a.shape);
+    for (const Array& a : k_.outputs) consider(a.shape);
+    int ops = 0;
+    if (k_.body != nullptr) {
+      for (const hlo::Instruction* x : k_.body->instructions()) {
+        if (x->has_shape()) consider(x->shape());
+        ++ops;
+      }
+    } else if (k_.single != nullptr && k_.single->has_shape()) {
+      consider(k_.single->shape());
+      ops = 1;
+    }
+    // Bytes per row of the iteration space held in VMEM per chunk: two
+    // slots and a tail of every streamed array, plus pooled temporaries.
+    std::int64_t per_row = 0;
+    for (const Array& a : k_.inputs) per_row += 3 * isa::dtype_bytes(a.dtype, a.cols) * ceil_div(a.rows, rows_);
+    for (const Array& a : k_.outputs) per_row += 3 * isa::dtype_bytes(a.dtype, a.cols) * ceil_div(a.rows, rows_);
+    const std::int64_t temps = std::min(ops, 12) + 2;
+    const std::int64_t padded_cols = round_up(cols_, c_.lanes());
+    per_row += temps * 2 * padded_cols * 4;
+    per_row = std::max<std::int64_t>(1, per_row);
+    const std::int64_t align = 64;  // rows: the sublane tiling of every dtype down to 4 bits
+    std::int64_t q = std::min(c_.vmem_budget() / per_row,
+                              std::max<std::int64_t>(1, c_.opt.stream_chunk_bytes / (padded_cols * 4)));
+    q = std::max(align, q / align * align);
+    // Bound the program size: at most ~4096 chunks per kernel.
+    q = std::max(q, round_up(ceil_div(rows_, 4096), align));
+    if (q >= rows_) q = rows_;
+    q_ = q;
+    chunks_ = ceil_div(rows_, q_);
+  }
+
+  void plan_arrays() {
+    const auto plan = [&](const Array& a, bool is_output, std::string_view base) {
+      ArrayStream s;
+      s.a = a;
+      const std::int64_t bytes = c_.vmem_footprint(a.dtype, a.rows, a.cols);
+      s.streamed = chunks_ > 1 && (a.elements >= space_elems_ || bytes > c_.vmem_budget() / 8);
+      if (!s.streamed) {
+        s.resident = c_.vmem(std::string(base) + ".res", a.dtype, a.rows, a.cols);
+        return s;
+      }
+      s.aligned = a.rows == rows_ && a.cols == cols_;
+      s.q = s.aligned ? q_ : round_up(ceil_div(a.rows, chunks_), 64);
+      s.q = std::min(s.q, a.rows);
+      s.slot[0] = c_.vmem(std::string(base) + ".s0", a.dtype, s.q, a.cols);
+      s.slot[1] = c_.vmem(std::string(base) + ".s1", a.dtype, s.q, a.cols);
+      const std::int64_t rem = a.rows % s.q;
+      if (rem != 0) s.tail = c_.vmem(std::string(base) + ".tail", a.dtype, rem, a.cols);
+      (void)is_output;
+      return s;
+    };
+    for (std::size_t i = 0; i < k_.inputs.size(); ++i) ins_.push_back(plan(k_.inputs[i], false, "in" + std::to_string(i)));
+    for (std::size_t i = 0; i < k_.outputs.size(); ++i) outs_.push_back(plan(k_.outputs[i], true, "out" + std::to_string(i)));
+  }
+
+  // Chunk i's tile of a streamed array (rows of its own view); nullopt if empty.
+  std::optional<std::pair<isa::TileRef, isa::TileRef>> chunk_tiles(const ArrayStream& s, std::int64_t i) const {
+    const std::int64_t r0 = i * s.q;
+    if (r0 >= s.a.rows) return std::nullopt;
+    const std::int64_t len = std::min(s.q, s.a.rows - r0);
+    const std::uint32_t vb = len == s.q ? s.slot[i % 2] : s.tail;
+    return std::pair{c_.tile(s.a.buffer, r0, len, 0, s.a.cols), c_.tile(vb, 0, len, 0, s.a.cols)};
+  }
+
+  // ---- temporaries ----
+  isa::TileRef temp(Form f, isa::DType d, std::int64_t len) {
+    const std::int64_t r = (f == Form::kFull || f == Form::kCol) ? len : 1;
+    const std::int64_t cc = (f == Form::kFull || f == Form::kRow) ? cols_ : 1;
+    auto& freelist = pool_[{d, r, cc}];
+    std::uint32_t b;
+    if (!freelist.empty()) {
+      b = freelist.back();
+      freelist.pop_back();
+    } else {
+      b = c_.vmem("t", d, r, cc);
+      temps_.push_back(b);
+    }
+    return c_.tile(b, 0, r, 0, cc);
+  }
+  void release(const Val& v) {
+    if (!v.pooled) return;
+    const auto& b = c_.prog.buffers[v.tile.buffer];
+    pool_[{b.dtype, b.rows(), b.cols()}].push_back(v.tile.buffer);
+  }
+
+  Form form_of_shape(const hlo::Shape& s) const {
+    if (!s.is_array()) return Form::kScalar;
+    const std::int64_t e = std::max<std::int64_t>(1, s.element_count());
+    if (e >= space_elems_) return Form::kFull;
+    if (e == 1) return Form::kScalar;
+    const std::int64_t last = s.rank() > 0 ? s.dim(s.rank() - 1) : 1;
+    if (last * stored_type(s.element_type()).width == cols_) return Form::kRow;
+    if (e <= rows_) return Form::kCol;
+    return Form::kFull;
+  }
+  isa::DType dtype_of(const hlo::Shape& s) const {
+    if (s.is_tuple()) return s.tuple_elements().empty() ? isa::DType::kF32 : dtype_of(s.tuple_elements()[0]);
+    return stored_type(s.element_type()).dtype;
+  }
+
+  // A value with no instruction behind it in this chunk (a stand-in tile
+  // of the right form and dtype).
+  Val standin(Form f, isa::DType d, std::int64_t len) {
+    Val v;
+    v.form = f;
+    v.dtype = d;
+    v.tile = temp(f, d, len);
+    v.pooled = true;
+    return v;
+  }
+
+  Val vpu(isa::VpuOp op, Form f, isa::DType d, std::int64_t len, const Val* a, const Val* b, const Val* cc,
+          const isa::TileRef* dst_override, double imm = 0) {
+    Val out;
+    out.form = f;
+    out.dtype = d;
+    if (dst_override != nullptr) {
+      out.tile = *dst_override;
+    } else {
+      out.tile = temp(f, d, len);
+      out.pooled = true;
+    }
+    isa::VpuElementwise e;
+    e.op = op;
+    e.dst = out.tile;
+    e.a = a->tile;
+    if (b != nullptr) e.b = b->tile;
+    if (cc != nullptr) e.c = cc->tile;
+    e.imm = imm;
+    c_.emit(e);
+    return out;
+  }
+
+  // Emits one inner instruction on chunk rows `len`; returns its leaves.
+  std::vector<Val> lower_inst(const hlo::Instruction& x, std::vector<const Val*> ops, std::int64_t len,
+                              const isa::TileRef* dst) {
+    const Opcode op = x.opcode();
+    const isa::DType d = x.has_shape() ? dtype_of(x.shape()) : isa::DType::kF32;
+    Form f = Form::kScalar;
+    for (const Val* v : ops) f = join(f, v->form);
+    const auto first = [&]() -> const Val& { return *ops[0]; };
+    const auto same = [&](const Val& v) { return std::vector<Val>{v}; };
+    // Brings operand v to form f (a broadcast copy) so unary units (EUP) can
+    // read it with dst's shape.
+    const auto widen = [&](const Val& v, Form to) {
+      if (v.form == to) return v;
+      return vpu(v.dtype == d ? isa::VpuOp::kCopy : isa::VpuOp::kConvert, to, d, len, &v, nullptr, nullptr, nullptr);
+    };
+    const auto eup = [&](isa::EupOp e, const Val& src, const isa::TileRef* over) {
+      Val in = widen(src, f);
+      Val out;
+      out.form = f;
+      out.dtype = d;
+      if (over != nullptr) {
+        out.tile = *over;
+      } else {
+        out.tile = temp(f, d, len);
+        out.pooled = true;
+      }
+      c_.emit(isa::EupUnary{e, out.tile, in.tile});
+      if (in.tile.buffer != src.tile.buffer) release(in);
+      return out;
+    };
+    const auto binary = [&](isa::VpuOp v) {
+      if (ops.size() < 2) return same(vpu(isa::VpuOp::kCopy, f, d, len, &first(), nullptr, nullptr, dst));
+      return same(vpu(v, f, d, len, ops[0], ops[1], nullptr, dst));
+    };
+    const auto unary = [&](isa::VpuOp v) {
+      if (ops.empty()) return same(standin(form_of_shape(x.shape()), d, len));
+      return same(vpu(v, f, d, len, ops[0], nullptr, nullptr, dst));
+    };
+    const auto chain = [&](std::initializer_list<Step> steps) {
+      Val cur = *ops[0];
+      bool first_step = true;
+      for (const Step& s : steps) {
+        const bool last = &s == steps.end() - 1;
+        const isa::TileRef* over = last ? dst : nullptr;
+        Val next;
+        if (s.eup) {
+          next = eup(s.eop, cur, over);
+        } else if (isa::vpu_op_inputs(s.vop) >= 2 && ops.size() >= 2 && first_step) {
+          next = vpu(s.vop, f, d, len, &cur, ops[1], nullptr, over);
+        } else {
+          next = vpu(s.vop, f, d, len, &cur, nullptr, nullptr, over, 1.0);
+        }
+        if (!first_step) release(cur);
+        cur = next;
+        first_step = false;
+      }
+      return same(cur);
+    };
+    if (ops.empty() && op != Opcode::kIota && op != Opcode::kRng && op != Opcode::kRngBitGenerator) {
+      return same(standin(form_of_shape(x.shape()), d, len));
+    }
+    switch (op) {
+      case Opcode::kAdd: return binary(isa::VpuOp::kAdd);
+      case Opcode::kSubtract: return binary(isa::VpuOp::kSub);
+      case Opcode::kMultiply: return binary(isa::VpuOp::kMul);
+      case Opcode::kDivide: return binary(isa::VpuOp::kDiv);
+      case Opcode::kMaximum: return binary(isa::VpuOp::kMax);
+      case Opcode::kMinimum: return binary(isa::VpuOp::kMin);
+      case Opcode::kAnd: return binary(isa::VpuOp::kAnd);
+      case Opcode::kOr: return binary(isa::VpuOp::kOr);
+      case Opcode::kXor: return binary(isa::VpuOp::kXor);
+      case Opcode::kShiftLeft:
+      case Opcode::kShiftRightArithmetic:
+      case Opcode::kShiftRightLogical: return binary(isa::VpuOp::kAnd);
+      case Opcode::kAbs: return unary(isa::VpuOp::kAbs);
+      case Opcode::kNegate: return unary(isa::VpuOp::kNeg);
+      case Opcode::kNot: return same(vpu(isa::VpuOp::kXor, f, d, len, ops[0], nullptr, nullptr, dst, -1));
+      case Opcode::kPopulationCount:
+      case Opcode::kClz:
+      case Opcode::kSign: return unary(isa::VpuOp::kAbs);
+      case Opcode::kConvert:
+      case Opcode::kBitcastConvert:
+      case Opcode::kReducePrecision:
+      case Opcode::kStochasticConvert:
+      case Opcode::kFloor:
+      case Opcode::kCeil:
+      case Opcode::kRoundNearestAfz:
+      case Opcode::kRoundNearestEven:
+      case Opcode::kReal:
+      case Opcode::kImag:
+        return same(vpu(isa::VpuOp::kConvert, ops[0]->form, d, len, ops[0], nullptr, nullptr, dst));
+      case Opcode::kComplex: return same(vpu(isa::VpuOp::kConvert, f, d, len, ops[0], nullptr, nullptr, dst));
+      case Opcode::kCompare: {
+        if (ops.size() < 2) return unary(isa::VpuOp::kCopy);
+        return same(vpu(compare_op(x), f, isa::DType::kPred, len, ops[0], ops[1], nullptr, dst));
+      }
+      case Opcode::kIsFinite:
+        return same(vpu(isa::VpuOp::kCmpEq, f, isa::DType::kPred, len, ops[0], ops[0], nullptr, dst));
+      case Opcode::kSelect: {
+        if (ops.size() < 3) return unary(isa::VpuOp::kCopy);
+        return same(vpu(isa::VpuOp::kSelect, f, d, len, ops[0], ops[1], ops[2], dst));
+      }
+      case Opcode::kClamp: {
+        if (ops.size() < 3) return unary(isa::VpuOp::kCopy);
+        Val t = vpu(isa::VpuOp::kMax, join(ops[0]->form, ops[1]->form), d, len, ops[1], ops[0], nullptr, nullptr);
+        Val r = vpu(isa::VpuOp::kMin, f, d, len, &t, ops[2], nullptr, dst);
+        release(t);
+        return same(r);
+      }
+      case Opcode::kExp: return same(eup(isa::EupOp::kExp, first(), dst));
+      case Opcode::kLog: return same(eup(isa::EupOp::kLog, first(), dst));
+      case Opcode::kRsqrt: return same(eup(isa::EupOp::kRsqrt, first(), dst));
+      case Opcode::kSqrt: return same(eup(isa::EupOp::kSqrt, first(), dst));
+      case Opcode::kTanh: return same(eup(isa::EupOp::kTanh, first(), dst));
+      case Opcode::kLogistic: return same(eup(isa::EupOp::kLogistic, first(), dst));
+      case Opcode::kErf: return same(eup(isa::EupOp::kErf, first(), dst));
+      case Opcode::kExpm1: return chain({{true, {}, isa::EupOp::kExp}, {false, isa::VpuOp::kSub, {}}});
+      case Opcode::kLog1p: return chain({{false, isa::VpuOp::kAdd, {}}, {true, {}, isa::EupOp::kLog}});
+      case Opcode::kCbrt:
+        return chain({{true, {}, isa::EupOp::kLog}, {false, isa::VpuOp::kMul, {}}, {true, {}, isa::EupOp::kExp}});
+      case Opcode::kPower:
+        return chain({{true, {}, isa::EupOp::kLog}, {false, isa::VpuOp::kMul, {}}, {true, {}, isa::EupOp::kExp}});
+      case Opcode::kRemainder:
+        return chain({{false, isa::VpuOp::kDiv, {}}, {false, isa::VpuOp::kMul, {}}, {false, isa::VpuOp::kSub, {}}});
+      case Opcode::kSin:
+      case Opcode::kCos:
+      case Opcode::kTan:
+      case Opcode::kAtan2:
+        note_once(x, "no sin/cos/tan on the EUP: costed as one EUP op (tanh) plus a VPU range reduction");
+        return chain({{false, isa::VpuOp::kMul, {}}, {true, {}, isa::EupOp::kTanh}});
+      case Opcode::kBroadcast:
+      case Opcode::kReshape:
+      case Opcode::kBitcast:
+      case Opcode::kCopy:
+      case Opcode::kSlice:
+      case Opcode::kGetTupleElement:
+      case Opcode::kOptimizationBarrier:
+      case Opcode::kDomain:
+      case Opcode::kReverse:
+        return same(first());
+      case Opcode::kTranspose: {
+        if (first().form != Form::kFull) return same(first());
+        Val out;
+        out.form = Form::kFull;
+        out.dtype = d;
+        if (dst != nullptr) {
+          out.tile = *dst;
+        } else {
+          out.tile = temp(Form::kFull, d, len);
+          out.pooled = true;
+        }
+        // A transpose that moves the minor dimension is a lane shuffle.
+        c_.emit(isa::XluPermute{out.tile, first().tile, 0});
+        return same(out);
+      }
+      case Opcode::kTuple: {
+        std::vector<Val> out;
+        for (const Val* v : ops) out.push_back(*v);
+        return out;
+      }
+      case Opcode::kReduce: {
+        const std::size_t n = std::max<std::size_t>(1, ops.size() / 2);
+        std::vector<Val> out;
+        const auto dims = hlo::ints_attr(x, hlo::AttrId::kDimensions).value_or(hlo::Ints{});
+        const hlo::Instruction* in0 = x.operand(0);
+        const int rank = in0->has_shape() && in0->shape().is_array() ? in0->shape().rank() : 0;
+        bool last = false, others = false;
+        for (const std::int64_t dd : dims) {
+          if (dd == rank - 1) {
+            last = true;
+          } else if (dd >= 0 && dd < rank && in0->shape().dim(static_cast<int>(dd)) > 1) {
+            others = true;
+          }
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          Val cur = *ops[i];
+          const isa::DType vd = cur.dtype;
+          if (last && (cur.form == Form::kFull || cur.form == Form::kRow)) {
+            Val r;
+            r.form = cur.form == Form::kFull ? Form::kCol : Form::kScalar;
+            r.dtype = vd;
+            r.tile = temp(r.form, vd, len);
+            r.pooled = true;
+            c_.emit(isa::XluReduce{reduce_op(x), r.tile, cur.tile});
+            cur = r;
+          }
+          if (others && (cur.form == Form::kFull || cur.form == Form::kCol)) {
+            Val r;
+            r.form = cur.form == Form::kFull ? Form::kRow : Form::kScalar;
+            r.dtype = vd;
+            r.tile = temp(r.form, vd, len);
+            r.pooled = true;
+            c_.emit(isa::VpuReduce{reduce_op(x), r.tile, cur.tile});
+            if (cur.pooled && cur.tile.buffer != ops[i]->tile.buffer) release(cur);
+            cur = r;
+          }
+          if (cur.tile.buffer == ops[i]->tile.buffer) {
+            cur = vpu(isa::VpuOp::kCopy, cur.form, vd, len, &cur, nullptr, nullptr, nullptr);
+          }
+          out.push_back(cur);
+        }
+        return out;
+      }
+      case Opcode::kIota:
+      case Opcode::kRng:
+      case Opcode::kRngBitGenerator: {
+        Val v = standin(form_of_shape(x.shape().is_tuple() && !x.shape().tuple_elements().empty()
+                                          ? x.shape().tuple_elements().back()
+                                          : x.shape()),
+                        d, len);
+        return same(vpu(isa::VpuOp::kAdd, v.form, v.dtype, len, &v, nullptr, nullptr, nullptr, 1.0));
+      }
+      case Opcode::kConcatenate:
+      case Opcode::kPad:
+      case Opcode::kDynamicSlice:
+      case Opcode::kDynamicUpdateSlice: {
+        const Form rf = join(form_of_shape(x.shape()), first().form);
+        Val v = widen(first(), rf);
+        if (v.tile.buffer == first().tile.buffer) v = vpu(isa::VpuOp::kCopy, rf, d, len, &v, nullptr, nullptr, nullptr);
+        return same(v);
+      }
+      default: {
+        // Ops with no VPU form (gather, scatter, sort, reduce-window, map,
+        // custom-call, ... inside a kernel): one VPU pass per operand over
+        // the result, plus log2 passes for sort; listed as approximations.
+        note_once(x, "costed as VPU passes over the kernel's iteration space");
+        const Form rf = join(form_of_shape(x.shape().is_tuple() && !x.shape().tuple_elements().empty()
+                                               ? x.shape().tuple_elements()[0]
+                                               : x.shape()),
+                             f);
+        int passes = static_cast<int>(ops.size());
+        if (op == Opcode::kSort) {
+          std::int64_t n = 1;
+          for (const auto dim : ops[0] != nullptr && x.operand(0)->shape().is_array() ? x.operand(0)->shape().dims()
+                                                                                       : std::vector<std::int64_t>{})
+            n = std::max(n, dim);
+          int lg = 0;
+          while ((std::int64_t{1} << lg) < n) ++lg;
+          passes = std::max(1, lg * 2);
+        } else if (op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter) {
+          std::int64_t w = 1;
+          if (auto win = hlo::window_attr(x)) {
+            for (const auto& wd : *win) w *= std::max<std::int64_t>(1, wd.size);
+          }
+          passes = static_cast<int>(std::min<std::int64_t>(w, 64));
+        }
+        Val cur = standin(rf, d, len);
+        for (int p = 0; p < std::max(1, passes); ++p) {
+          const Val& in = (p < static_cast<int>(ops.size()) && ops[static_cast<std::size_t>(p)]->dtype == d)
+                              ? *ops[static_cast<std::size_t>(p)]
+                              : cur;
+          Val next = vpu(isa::VpuOp::kMax, rf, d, len, &cur, &in, nullptr, nullptr);
+          release(cur);
+          cur = next;
+        }
+        std::vector<Val> out;
+        const std::size_t leaves = x.shape().is_tuple() ? std::max<std::size_t>(1, x.shape().tuple_elements().size()) : 1;
+        for (std::size_t i = 0; i < leaves; ++i) out.push_back(cur);
+        return out;
+      }
+    }
+  }
+
+  void note_once(const hlo::Instruction& x, std::string why) {
+    if (noted_.insert(&x).second) c_.approx(x, std::move(why));
+  }
+
+  // ---- one chunk of compute ----
+  void compute_chunk(std::int64_t i) {
+    const std::int64_t r0 = i * q_;
+    const std::int64_t len = std::min(q_, rows_ - r0);
+    // Input leaves as values.
+    std::vector<Val> in_vals;
+    for (const ArrayStream& s : ins_) {
+      Val v;
+      v.dtype = s.a.dtype;
+      if (s.streamed && s.aligned) {
+        v.form = Form::kFull;
+        v.tile = chunk_tiles(s, i)->second;
+      } else {
+        v = standin(form_of_shape(s.a.shape), s.a.dtype, len);
+      }
+      in_vals.push_back(v);
+    }
+    // Output staging tiles for aligned streamed outputs.
+    std::vector<std::optional<isa::TileRef>> out_tiles;
+    for (const ArrayStream& s : outs_) {
+      if (s.streamed && s.aligned) {
+        out_tiles.push_back(chunk_tiles(s, i)->second);
+      } else {
+        out_tiles.emplace_back();
+      }
+    }
+    std::vector<Val> results;  // root leaves
+    if (k_.body == nullptr && k_.single == nullptr) {
+      results = in_vals;  // a pure copy
+    } else if (k_.body == nullptr) {
+      std::vector<const Val*> ops;
+      for (const Val& v : in_vals) ops.push_back(&v);
+      const isa::TileRef* dst = (!out_tiles.empty() && out_tiles[0]) ? &*out_tiles[0] : nullptr;
+      if (k_.single->shape().is_tuple()) dst = nullptr;
+      results = lower_inst(*k_.single, ops, len, dst);
+      if (dst != nullptr && !results.empty() && results[0].tile == *dst) out_tiles[0].reset();
+    } else {
+      const auto& insts = k_.body->instructions();
+      std::map<const hlo::Instruction*, std::vector<Val>> vals;
+      std::map<const hlo::Instruction*, int> uses;
+      for (const hlo::Instruction* x : insts) {
+        for (const hlo::Instruction* o : x->operands()) ++uses[o];
+      }
+      const hlo::Instruction* root = k_.body->root();
+      // The root writes the single aligned output directly.
+      const isa::TileRef* root_dst = nullptr;
+      if (outs_.size() == 1 && out_tiles[0] && root != nullptr && !root->shape().is_tuple()) root_dst = &*out_tiles[0];
+      for (const hlo::Instruction* x : insts) {
+        if (x->opcode() == Opcode::kParameter) {
+          const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x->parameter_number()));
+          if (p < in_vals.size()) {
+            vals[x] = {in_vals[p]};
+          } else {
+            vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
+          }
+          continue;
+        }
+        if (x->opcode() == Opcode::kConstant) {
+          vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
+          continue;
+        }
+        std::vector<const Val*> ops;
+        for (const hlo::Instruction* o : x->operands()) {
+          auto it = vals.find(o);
+          if (it == vals.end() || it->second.empty()) continue;
+          std::size_t leaf = 0;
+          if (x->opcode() == Opcode::kGetTupleElement) {
+            leaf = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(*x, hlo::AttrId::kIndex).value_or(0)));
+            if (leaf >= it->second.size()) leaf = 0;
+          }
+          ops.push_back(&it->second[leaf]);
+        }
+        if (x->opcode() == Opcode::kTuple) {
+          // A tuple passes its operands' leaves through.
+          std::vector<Val> leaves;
+          for (const hlo::Instruction* o : x->operands()) {
+            auto it = vals.find(o);
+            if (it != vals.end()) leaves.insert(leaves.end(), it->second.begin(), it->second.end());
+          }
+          vals[x] = leaves;
+        } else if (ops.empty() && x->operand_count() > 0) {
+          vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
+        } else {
+          const isa::TileRef* dst = x == root ? root_dst : nullptr;
+          auto leaves = lower_inst(*x, ops, len, dst);
+          if (dst != nullptr && !leaves.empty() && leaves[0].tile == *dst) out_tiles[0].reset();
+          vals[x] = std::move(leaves);
+        }
+        // Free operands no longer used (pooled temps only; the tuple keeps its leaves).
+        for (const hlo::Instruction* o : x->operands()) {
+          if (--uses[o] == 0 && o != root && x->opcode() != Opcode::kTuple) {
+            bool shared = false;
+            for (const Val& v : vals[o]) {
+              for (const Val& w : vals[x]) shared = shared || v.tile == w.tile;
+            }
+            if (!shared) {
+              for (const Val& v : vals[o]) release(v);
+            }
+          }
+        }
+      }
+      if (root != nullptr) results = vals[root];
+    }
+    // Materialize aligned outputs not written in place.
+    for (std::size_t o = 0; o < outs_.size(); ++o) {
+      if (!out_tiles[o]) continue;
+      const Val* src = o < results.size() ? &results[o] : (results.empty() ? nullptr : &results[0]);
+      Val tmp;
+      if (src == nullptr) {
+        tmp = standin(Form::kFull, outs_[o].a.dtype, len);
+        src = &tmp;
+      }
+      isa::VpuElementwise e;
+      e.op = src->dtype == outs_[o].a.dtype ? isa::VpuOp::kCopy : isa::VpuOp::kConvert;
+      e.dst = *out_tiles[o];
+      e.a = src->tile;
+      c_.emit(e);
+    }
+    // Return every pooled temp: the next chunk starts from a full pool.
+    // (Pool buffers are reused; the scoreboard orders the reuse.)
+    pool_.clear();
+    for (const std::uint32_t b : temps_) {
+      const auto& buf = c_.prog.buffers[b];
+      pool_[{buf.dtype, buf.rows(), buf.cols()}].push_back(b);
+    }
+  }
+
+  // ---- the chunk loop ----
+  void emit_all() {
+    const isa::SemRef in[2] = {c_.sem("in0"), c_.sem("in1")};
+    const isa::SemRef out[2] = {c_.sem("out0"), c_.sem("out1")};
+    const isa::SemRef res = c_.sem("res");
+    std::int64_t res_count = 0;
+    for (const ArrayStream& s : ins_) {
+      if (s.streamed) continue;
+      c_.dma(c_.whole(s.resident), c_.whole(s.a.buffer), res);
+      ++res_count;
+    }
+    const auto prefetch = [&](std::int64_t i) {
+      std::int64_t n = 0;
+      for (const ArrayStream& s : ins_) {
+        if (!s.streamed) continue;
+        if (auto t = chunk_tiles(s, i)) {
+          c_.dma(t->second, t->first, in[i % 2]);
+          ++n;
+        }
+      }
+      return n;
+    };
+    std::vector<std::int64_t> in_count(static_cast<std::size_t>(chunks_), 0);
+    std::vector<std::int64_t> out_count(static_cast<std::size_t>(chunks_), 0);
+    in_count[0] = prefetch(0);
+    c_.wait(res, res_count);
+    for (std::int64_t i = 0; i < chunks_; ++i) {
+      const auto ui = static_cast<std::size_t>(i);
+      if (i + 1 < chunks_) in_count[ui + 1] = prefetch(i + 1);
+      c_.wait(in[i % 2], in_count[ui]);
+      if (i >= 2) c_.wait(out[i % 2], out_count[ui - 2]);
+      compute_chunk(i);
+      for (const ArrayStream& s : outs_) {
+        if (!s.streamed) continue;
+        if (auto t = chunk_tiles(s, i)) {
+          c_.dma(t->first, t->second, out[i % 2]);
+          ++out_count[ui];
+        }
+      }
+      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+    }
+    if (chunks_ >= 2) c_.wait(out[chunks_ % 2], out_count[static_cast<std::size_t>(chunks_ - 2)]);
+    c_.wait(out[(chunks_ - 1) % 2], out_count[static_cast<std::size_t>(chunks_ - 1)]);
+    std::int64_t n = 0;
+    for (const ArrayStream& s : outs_) {
+      if (s.streamed) continue;
+      c_.dma(c_.whole(s.a.buffer), c_.whole(s.resident), res);
+      ++n;
+    }
+    c_.wait(res, n);
+  }
+
+  Ctx& c_;
+  const StreamKernel& k_;
+  std::int64_t space_elems_ = 0, rows_ = 1, cols_ = 1, q_ = 1, chunks_ = 1;
+  std::vector<ArrayStream> ins_, outs_;
+  std::map<std::tuple<isa::DType, std::int64_t, std::int64_t>, std::vector<std::uint32_t>> pool_;
+  std::vector<std::uint32_t> temps_;
+  std::set<const hlo::Instruction*> noted_;
+};
+
+}  // namespace
+
+void lower_stream(Ctx& ctx, const StreamKernel& k) {
+  Streamer s(ctx, k);
+  s.run();
+}
+
+}  // namespace tpusim::lower
