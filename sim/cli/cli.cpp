@@ -7,6 +7,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/config_command.h"
+#include "sim/cli/sweep_command.h"
 
 namespace tpusim::cli {
 namespace {
@@ -85,10 +86,29 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_common_options(*check, opt);
   check->callback([&] { action = [&] { return cmd_check(opt, input, out, err); }; });
 
-  auto* sweep = app.add_subcommand("sweep", "Run a design-space sweep from a YAML spec");
-  sweep->add_option("spec", input, "sweep.yaml")->required();
+  // Design-space sweeps (sim/cli/sweep_command.h, docs/sweeps.md).
+  auto* sweep = app.add_subcommand("sweep", "Run a design-space sweep from a YAML spec (see `sweep export|report`)");
+  SweepOptions sweep_opt;
+  sweep->add_option("spec", sweep_opt.spec, "sweep.yaml");
   add_common_options(*sweep, opt, false);
-  sweep->callback([&] { action = not_built("sweep", 8, err); });
+  sweep->add_option("-j,--jobs", sweep_opt.jobs, "Points run at once (default: number of cores)");
+  sweep->add_option("--timeout", sweep_opt.timeout, "Per-point timeout, e.g. 30 s (default: the spec's)");
+  sweep->add_flag("--resume", sweep_opt.resume, "Skip points already in the results file");
+  sweep->add_option("--shard", sweep_opt.shard, "Run only shard K of N (K/N, 0-based; default from SLURM_ARRAY_TASK_*)");
+  sweep->add_option("--results", sweep_opt.results, "JSON Lines results file (default: <spec>.jsonl)")->type_name("FILE");
+  auto* sweep_export = sweep->add_subcommand("export", "Write sweep results (JSON Lines) as CSV");
+  sweep_export->add_option("results", sweep_opt.inputs, "results.jsonl ...")->required();
+  sweep_export->add_option("-o,--output", sweep_opt.output, "CSV file (default: stdout)")->type_name("FILE");
+  sweep_export->callback([&] { action = [&] { return cmd_sweep_export(opt, sweep_opt, out, err); }; });
+  auto* sweep_report = sweep->add_subcommand("report", "Best points, Pareto front and sensitivity of sweep results");
+  sweep_report->add_option("results", sweep_opt.inputs, "results.jsonl ...")->required();
+  add_common_options(*sweep_report, opt, false);
+  sweep_report->callback([&] { action = [&] { return cmd_sweep_report(opt, sweep_opt, out, err); }; });
+  sweep->callback([&] {
+    if (!sweep->get_subcommands().empty()) return;
+    if (sweep_opt.spec.empty()) throw CLI::RequiredError("spec");
+    action = [&] { return cmd_sweep(opt, sweep_opt, out, err); };
+  });
 
   auto* validate = app.add_subcommand("validate", "Compare tpusim against reference data (systolic, collective, step, roofline)");
   std::string kind;

@@ -1,0 +1,125 @@
+#include "sim/cli/sweep_command.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <ostream>
+#include <thread>
+#include <unistd.h>
+
+#include "common/units.h"
+#include "sim/sweep/analysis.h"
+#include "sim/sweep/runner.h"
+#include "sim/sweep/spec.h"
+
+namespace fs = std::filesystem;
+
+namespace tpusim::cli {
+namespace {
+
+// The running executable, so points run the same build as the sweep.
+std::string self_binary() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("tpusim") : p.string();
+}
+
+}  // namespace
+
+int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+  auto spec = sweep::load_sweep_spec(s.spec);
+  if (!spec) {
+    err << format_all(spec.errors());
+    return kUsageError;
+  }
+  sweep::RunnerOptions ro;
+  ro.binary = self_binary();
+  ro.jobs = s.jobs > 0 ? s.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  ro.resume = s.resume;
+  ro.verbosity = opt.verbosity;
+  ro.tty = isatty(STDERR_FILENO) != 0;
+  if (!s.timeout.empty()) {
+    double t = 0;
+    std::string e;
+    if (!parse_number(s.timeout, t) && !parse_quantity(s.timeout, Dimension::kSeconds, t, e)) {
+      err << fmt::format("tpusim sweep: --timeout takes a duration such as 30 s or 30, got '{}'\n", s.timeout);
+      return kUsageError;
+    }
+    ro.timeout_s = t;
+  }
+  std::string shard = s.shard;
+  if (shard.empty()) {
+    // A Slurm job array splits the sweep: task i of N runs shard i/N.
+    const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+    const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
+    if (id != nullptr && count != nullptr) {
+      const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+      shard = fmt::format("{}/{}", std::atoi(id) - (min != nullptr ? std::atoi(min) : 0), count);
+    }
+  }
+  if (!shard.empty()) {
+    std::string e;
+    if (!sweep::parse_shard(shard, ro.shard_index, ro.shard_count, e)) {
+      err << "tpusim sweep: " << e << "\n";
+      return kUsageError;
+    }
+  }
+  ro.results_path = s.results;
+  if (ro.results_path.empty()) {
+    std::string name = fs::path(s.spec).stem().string();
+    if (ro.shard_count > 1) name += fmt::format(".shard-{}-of-{}", ro.shard_index, ro.shard_count);
+    ro.results_path = (fs::path(opt.out_dir.empty() ? "." : opt.out_dir) / (name + ".jsonl")).string();
+  }
+  auto sum = sweep::run_sweep(*spec, ro, err);
+  if (!sum) {
+    err << format_all(sum.errors());
+    return kUsageError;
+  }
+  out << sweep::format_summary(*spec, ro, *sum);
+  return sum->failed + sum->timeout > 0 ? kFailure : kOk;
+}
+
+namespace {
+bool read_inputs(const SweepOptions& s, std::vector<sweep::Record>& records, std::ostream& err) {
+  auto rr = sweep::read_records(s.inputs);
+  if (!rr) {
+    err << format_all(rr.errors());
+    return false;
+  }
+  for (const auto& d : rr->skipped) err << d.format() << "\n";
+  records = std::move(rr->records);
+  return true;
+}
+}  // namespace
+
+int cmd_sweep_export(const CommonOptions& /*opt*/, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+  std::vector<sweep::Record> records;
+  if (!read_inputs(s, records, err)) return kUsageError;
+  const std::string csv = sweep::export_csv(records);
+  if (s.output.empty() || s.output == "-") {
+    out << csv;
+    return kOk;
+  }
+  std::ofstream f(s.output, std::ios::binary);
+  if (!(f << csv)) {
+    err << fmt::format("{}: cannot write\n", s.output);
+    return kUsageError;
+  }
+  if (records.empty()) err << "tpusim sweep export: no records\n";
+  return kOk;
+}
+
+int cmd_sweep_report(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+  std::vector<sweep::Record> records;
+  if (!read_inputs(s, records, err)) return kUsageError;
+  const auto rep = sweep::sweep_report(records);
+  if (opt.format == Format::kJson) {
+    out << rep.dump(2) << "\n";
+  } else {
+    out << sweep::format_report(rep);
+  }
+  return kOk;
+}
+
+}  // namespace tpusim::cli

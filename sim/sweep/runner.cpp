@@ -1,0 +1,477 @@
+#include "sim/sweep/runner.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <ostream>
+#include <poll.h>
+#include <set>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config_loader.h"
+#include "sim/sweep/point.h"
+
+namespace tpusim::sweep {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One (point, workload) to run.
+struct Item {
+  std::size_t index = 0;  // point × workloads + workload (the shard key)
+  const Point* point = nullptr;
+  const Workload* workload = nullptr;
+  Record record;          // filled up front: identity, params, values, area
+  double area = 0;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  int err_fd = -1;
+  std::string out;
+  std::string err;
+  Clock::time_point start;
+  bool timed_out = false;
+  Item item;
+};
+
+std::string first_line(std::string_view s) {
+  const auto nl = s.find('\n');
+  return std::string(nl == std::string_view::npos ? s : s.substr(0, nl));
+}
+
+std::string trim_error(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  constexpr std::size_t kMax = 4000;
+  if (s.size() > kMax) s = s.substr(0, kMax) + "\n… (truncated)";
+  return s;
+}
+
+bool write_all(int fd, const std::string& s) {
+  std::size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = write(fd, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+std::string params_text(const Record& r) {
+  std::string s;
+  for (const auto& [k, v] : r["params"].items()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v.get<std::string>());
+  return s;
+}
+
+// Starts `argv` with stdout/stderr on pipes; the child dies with us.
+bool spawn(const std::vector<std::string>& args, Child& c, std::string& error) {
+  int out[2];
+  int errp[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    error = fmt::format("pipe: {}", std::strerror(errno));
+    return false;
+  }
+  if (pipe2(errp, O_CLOEXEC) != 0) {
+    error = fmt::format("pipe: {}", std::strerror(errno));
+    close(out[0]);
+    close(out[1]);
+    return false;
+  }
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    error = fmt::format("fork: {}", std::strerror(errno));
+    for (int fd : {out[0], out[1], errp[0], errp[1]}) close(fd);
+    return false;
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls from here on.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(errp[1], STDERR_FILENO);
+    execv(argv[0], argv.data());
+    const char msg[] = "cannot execute the tpusim binary\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  close(out[1]);
+  close(errp[1]);
+  c.pid = pid;
+  c.out_fd = out[0];
+  c.err_fd = errp[0];
+  c.start = Clock::now();
+  return true;
+}
+
+// Fills status, metrics, time, power from a finished child.
+void finish_record(const SweepSpec& spec, Child& c, int wait_status) {
+  Record& r = c.item.record;
+  const std::string mode = r["mode"].get<std::string>();
+  r["wall_s"] = seconds_since(c.start);
+  nlohmann::json report;
+  bool parsed = false;
+  if (!c.out.empty()) {
+    try {
+      report = nlohmann::json::parse(c.out);
+      parsed = report.is_object();
+    } catch (const std::exception&) {
+      parsed = false;
+    }
+  }
+  std::string status = "ok";
+  std::string error;
+  if (c.timed_out) {
+    status = "timeout";
+    error = fmt::format("killed after the {} s timeout", spec.timeout_s);
+  } else if (WIFSIGNALED(wait_status)) {
+    status = "failed";
+    error = fmt::format("the simulation process died of signal {} ({})", WTERMSIG(wait_status),
+                        strsignal(WTERMSIG(wait_status)));
+  } else if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
+    status = "failed";
+    error = fmt::format("exit status {}", WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1);
+  } else if (!parsed) {
+    status = "failed";
+    error = "the simulation printed no JSON report";
+  }
+  if (!c.err.empty() && status != "ok") error += ": " + trim_error(c.err);
+  Record metrics = Record::object();
+  if (parsed) {
+    const std::vector<std::string> paths =
+        spec.metrics.empty() ? default_metrics(mode == "run" ? Mode::kRun : Mode::kAnalyze) : spec.metrics;
+    for (const auto& p : paths) {
+      const nlohmann::json* v = find_path(report, p);
+      metrics[p] = v == nullptr ? nlohmann::json() : *v;
+    }
+    auto num = [&](std::string_view path) {
+      const nlohmann::json* v = find_path(report, path);
+      return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+    };
+    Activity a;
+    if (mode == "run") {
+      a = {num("mxu.flops"), num("hbm.bytes"), num("vmem.bytes"), num("step_time_s")};
+    } else if (report.contains("modules") && report["modules"].is_array()) {
+      for (const auto& m : report["modules"]) {
+        a.flops += find_path(m, "total.flops") ? find_path(m, "total.flops")->get<double>() : 0;
+        a.hbm_bytes += find_path(m, "total.bytes_accessed") ? find_path(m, "total.bytes_accessed")->get<double>() : 0;
+        a.time_s += find_path(m, "total.bound_time_s") ? find_path(m, "total.bound_time_s")->get<double>() : 0;
+      }
+    } else {
+      a = {num("total.flops"), num("total.bytes_accessed"), 0, num("total.bound_time_s")};
+    }
+    if (a.time_s > 0) r["time_s"] = a.time_s;
+    if (auto p = power_proxy(spec.proxy, c.item.area, a)) r["power_proxy"] = *p;
+  }
+  r["status"] = status;
+  r["metrics"] = std::move(metrics);
+  r["error"] = error;
+}
+
+class Progress {
+ public:
+  Progress(const RunnerOptions& opt, std::ostream& err, std::size_t total)
+      : opt_(opt), err_(err), total_(total), start_(Clock::now()) {}
+
+  void point_done(const Record& r, std::size_t ok, std::size_t bad) {
+    ++done_;
+    ok_ = ok;
+    bad_ = bad;
+    if (opt_.verbosity < 0) return;
+    if (opt_.tty) {
+      draw();
+      return;
+    }
+    err_ << fmt::format("[{}/{}] {:<7} point {} {} {} ({:.2f} s){}\n", done_, total_, r["status"].get<std::string>(),
+                        r["point"].get<std::size_t>(), r["workload"].get<std::string>(), params_text(r),
+                        r.contains("wall_s") ? r["wall_s"].get<double>() : 0.0,
+                        r["error"].get<std::string>().empty() ? "" : ": " + first_line(r["error"].get<std::string>()));
+    err_.flush();
+  }
+  void tick() {
+    if (opt_.tty && opt_.verbosity >= 0 && seconds_since(last_) > 0.2) draw();
+  }
+  void end() {
+    if (opt_.tty && opt_.verbosity >= 0 && total_ > 0) err_ << "\n";
+  }
+
+ private:
+  void draw() {
+    last_ = Clock::now();
+    const double el = seconds_since(start_);
+    const double frac = total_ == 0 ? 1.0 : static_cast<double>(done_) / static_cast<double>(total_);
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(frac * kWidth);
+    std::string eta = "--:--";
+    if (done_ > 0) {
+      const auto rem = static_cast<long>(el / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+      eta = fmt::format("{}:{:02}", rem / 60, rem % 60);
+    }
+    err_ << fmt::format("\r\x1b[K[{}{}] {}/{}  ok {}  failed {}  ETA {}", std::string(filled, '#'),
+                        std::string(kWidth - filled, '.'), done_, total_, ok_, bad_, eta);
+    err_.flush();
+  }
+  const RunnerOptions& opt_;
+  std::ostream& err_;
+  std::size_t total_;
+  std::size_t done_ = 0;
+  std::size_t ok_ = 0;
+  std::size_t bad_ = 0;
+  Clock::time_point start_;
+  Clock::time_point last_;
+};
+
+}  // namespace
+
+bool parse_shard(std::string_view text, int& index, int& count, std::string& error) {
+  const auto slash = text.find('/');
+  int k = -1;
+  int n = 0;
+  if (slash != std::string_view::npos) {
+    try {
+      std::size_t used = 0;
+      const std::string ks(text.substr(0, slash));
+      const std::string ns(text.substr(slash + 1));
+      k = std::stoi(ks, &used);
+      if (used != ks.size()) k = -1;
+      n = std::stoi(ns, &used);
+      if (used != ns.size()) n = 0;
+    } catch (const std::exception&) {
+      k = -1;
+    }
+  }
+  if (k < 0 || n < 1 || k >= n) {
+    error = fmt::format("--shard takes K/N with 0 <= K < N (e.g. 0/4), got '{}'", text);
+    return false;
+  }
+  index = k;
+  count = n;
+  return true;
+}
+
+Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, std::ostream& err) {
+  const auto t0 = Clock::now();
+  SweepSummary sum;
+  const std::vector<Point> points = expand_points(spec);
+  sum.points = points.size();
+
+  // Results file: resume reads what is there, otherwise it must be new.
+  std::set<std::string> done;
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(opt.results_path, ec) && std::filesystem::file_size(opt.results_path, ec) > 0;
+  if (exists && !opt.resume) {
+    return Diagnostic{opt.results_path, 0, 0,
+                      "results file already exists; pass --resume to continue it, or remove it to start over", ""};
+  }
+  if (exists) {
+    std::string e;
+    if (!repair_jsonl_tail(opt.results_path, e)) return Diagnostic{opt.results_path, 0, 0, e, ""};
+    auto old = read_records({opt.results_path});
+    if (!old) return old.errors();
+    for (const auto& r : old->records) done.insert(record_key(r));
+  }
+  const int fd = open(opt.results_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Diagnostic{opt.results_path, 0, 0, fmt::format("cannot write: {}", std::strerror(errno)), ""};
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+
+  // Build this shard's items; record infeasible and invalid ones at once.
+  std::deque<Item> queue;
+  std::vector<Record> immediate;
+  const std::size_t nw = spec.workloads.size();
+  for (const auto& p : points) {
+    const auto overrides = p.overrides();
+    auto cfg = load_config(spec.base, overrides);
+    for (std::size_t w = 0; w < nw; ++w) {
+      const std::size_t index = p.index * nw + w;
+      if (index % static_cast<std::size_t>(opt.shard_count) != static_cast<std::size_t>(opt.shard_index)) continue;
+      ++sum.items;
+      Item it;
+      it.index = index;
+      it.point = &p;
+      it.workload = &spec.workloads[w];
+      Record& r = it.record;
+      r["sweep"] = spec.name;
+      r["point"] = p.index;
+      r["workload"] = it.workload->path;
+      r["mode"] = std::string(mode_name(it.workload->mode));
+      r["params"] = Record::object();
+      r["values"] = Record::object();
+      for (const auto& [k, v] : p.params) r["params"][k] = v;
+      if (!cfg) {
+        std::string why;
+        for (const auto& e : cfg.errors()) why += (why.empty() ? "" : "; ") + e.format();
+        r["config_hash"] = "";
+        r["status"] = "failed";
+        r["metrics"] = Record::object();
+        r["error"] = "invalid configuration: " + trim_error(why);
+        if (done.count(record_key(r)) != 0) {
+          ++sum.skipped;
+          continue;
+        }
+        immediate.push_back(std::move(r));
+        continue;
+      }
+      for (const auto& [k, v] : p.params) {
+        const ParamValue pv = param_value(cfg->chip, k);
+        r["values"][k] = pv.numeric ? Record(pv.number) : Record(pv.text);
+      }
+      r["config_hash"] = config_hash(cfg->chip);
+      it.area = area_proxy(spec.proxy, cfg->chip);
+      r["area_proxy"] = it.area;
+      if (done.count(record_key(r)) != 0) {
+        ++sum.skipped;
+        continue;
+      }
+      const std::string why = check_constraints(spec, cfg->chip);
+      if (!why.empty()) {
+        r["status"] = "infeasible";
+        r["metrics"] = Record::object();
+        r["error"] = why;
+        immediate.push_back(std::move(r));
+        continue;
+      }
+      queue.push_back(std::move(it));
+    }
+  }
+
+  Progress progress(opt, err, immediate.size() + queue.size());
+  auto record = [&](Record& r) -> bool {
+    const std::string status = r["status"].get<std::string>();
+    if (status == "ok") ++sum.ok;
+    if (status == "failed") ++sum.failed;
+    if (status == "timeout") ++sum.timeout;
+    if (status == "infeasible") ++sum.infeasible;
+    if (status == "failed" || status == "timeout") sum.failures.push_back(r);
+    const bool ok = write_all(fd, in_field_order(r).dump() + "\n");
+    progress.point_done(r, sum.ok, sum.failed + sum.timeout);
+    return ok;
+  };
+  for (auto& r : immediate) {
+    if (!record(r)) return Diagnostic{opt.results_path, 0, 0, "write failed", ""};
+  }
+
+  const double timeout = opt.timeout_s.value_or(spec.timeout_s);
+  const int jobs = std::max(1, opt.jobs);
+  std::vector<Child> running;
+  std::string write_error;
+  while (!queue.empty() || !running.empty()) {
+    while (!queue.empty() && static_cast<int>(running.size()) < jobs) {
+      Child c;
+      c.item = std::move(queue.front());
+      queue.pop_front();
+      std::vector<std::string> args{opt.binary, std::string(mode_name(c.item.workload->mode)), c.item.workload->resolved,
+                                    "--chip", spec.base};
+      for (const auto& o : c.item.point->overrides()) {
+        args.emplace_back("--set");
+        args.push_back(o);
+      }
+      for (const char* a : {"--format", "json", "-q"}) args.emplace_back(a);
+      std::string e;
+      if (!spawn(args, c, e)) {
+        c.item.record["status"] = "failed";
+        c.item.record["metrics"] = Record::object();
+        c.item.record["error"] = e;
+        if (!record(c.item.record)) write_error = "write failed";
+        continue;
+      }
+      running.push_back(std::move(c));
+    }
+    // Wait for output, a child's end, or the nearest deadline.
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, int*>> owners;
+    int wait_ms = 200;
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      Child& c = running[i];
+      for (int* fdp : {&c.out_fd, &c.err_fd}) {
+        if (*fdp >= 0) {
+          fds.push_back(pollfd{*fdp, POLLIN, 0});
+          owners.emplace_back(i, fdp);
+        }
+      }
+      if (timeout > 0 && !c.timed_out) {
+        const double left = timeout - seconds_since(c.start);
+        wait_ms = std::min(wait_ms, std::max(0, static_cast<int>(left * 1000) + 1));
+      }
+    }
+    if (!fds.empty()) {
+      const int n = poll(fds.data(), fds.size(), wait_ms);
+      if (n < 0 && errno != EINTR) return Diagnostic{"<sweep>", 0, 0, fmt::format("poll: {}", std::strerror(errno)), ""};
+      for (std::size_t k = 0; n > 0 && k < fds.size(); ++k) {
+        if (fds[k].revents == 0) continue;
+        Child& c = running[owners[k].first];
+        int* fdp = owners[k].second;
+        char buf[65536];
+        const ssize_t got = read(*fdp, buf, sizeof buf);
+        if (got > 0) {
+          (fdp == &c.out_fd ? c.out : c.err).append(buf, static_cast<std::size_t>(got));
+        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+          close(*fdp);
+          *fdp = -1;
+        }
+      }
+    }
+    // Timeouts, then reap children whose pipes are closed.
+    for (auto& c : running) {
+      if (timeout > 0 && !c.timed_out && seconds_since(c.start) > timeout) {
+        kill(c.pid, SIGKILL);
+        c.timed_out = true;
+      }
+    }
+    for (std::size_t i = 0; i < running.size();) {
+      Child& c = running[i];
+      if (c.out_fd >= 0 || c.err_fd >= 0) {
+        ++i;
+        continue;
+      }
+      int status = 0;
+      while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      finish_record(spec, c, status);
+      if (!record(c.item.record)) write_error = "write failed";
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    progress.tick();
+  }
+  progress.end();
+  if (!write_error.empty()) return Diagnostic{opt.results_path, 0, 0, write_error, ""};
+  sum.wall_s = seconds_since(t0);
+  return sum;
+}
+
+std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, const SweepSummary& s) {
+  std::string out = fmt::format("sweep {}: {} points x {} workload{}", spec.name, s.points, spec.workloads.size(),
+                                spec.workloads.size() == 1 ? "" : "s");
+  if (opt.shard_count > 1) out += fmt::format(", shard {}/{} ({} runs)", opt.shard_index, opt.shard_count, s.items);
+  out += fmt::format("\n  {} ok, {} failed, {} timeout, {} infeasible, {} already recorded; {:.1f} s wall\n", s.ok,
+                     s.failed, s.timeout, s.infeasible, s.skipped, s.wall_s);
+  out += fmt::format("  results: {}\n", opt.results_path);
+  if (!s.failures.empty()) {
+    out += "failures:\n";
+    for (const auto& r : s.failures) {
+      out += fmt::format("  point {} {} [{}] {}: {}\n", r["point"].get<std::size_t>(), r["workload"].get<std::string>(),
+                         params_text(r), r["status"].get<std::string>(), first_line(r["error"].get<std::string>()));
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim::sweep
