@@ -19,7 +19,14 @@ std::string csv_field(const nlohmann::ordered_json& v) {
   } else {
     s = v.dump();
   }
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  // One record per line (line-based readers too): newlines become " / ".
+  for (std::size_t i = s.find_first_of("\r\n"); i != std::string::npos; i = s.find_first_of("\r\n", i)) {
+    std::size_t j = i;
+    while (j < s.size() && (s[j] == '\r' || s[j] == '\n')) ++j;
+    s.replace(i, j - i, " / ");
+    i += 3;
+  }
+  if (s.find_first_of(",\"") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) {
     if (c == '"') q += '"';
