@@ -8,5 +8,11 @@ cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTPUSIM_BUILD_T
 cmake --build build/release -j "$(nproc)" --target tpusim
 TPUSIM=build/release/sim/tpusim
 
-echo "== tpusim config show --chip v5e"
-"$TPUSIM" config show --chip v5e
+echo "== the chip: tpusim config show --chip v5e (derived peaks)"
+"$TPUSIM" config show --chip v5e | sed -n '/^derived/,$p'
+echo
+echo "== roofline of a LLaMA-7B-like decoder layer (seq 2048) on v5e: tpusim analyze"
+"$TPUSIM" analyze workloads/hlo/transformer_layer_fwd.after_optimizations.hlo --chip v5e
+echo
+echo "== a fused matmul+bias+GELU kernel on the SystemC TensorCore: tpusim run"
+"$TPUSIM" run workloads/asm/matmul_bias_gelu.tasm --chip v5e

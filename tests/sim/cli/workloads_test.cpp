@@ -77,5 +77,46 @@ TEST(Workloads, HloModulesAnalyzeOnV5e) {
   }
 }
 
+// Totals from the hand derivations in workloads/README.md (the dot part:
+// Q,K,V,O 4*2*2048*4096*4096 + QK^T and PV 2*2*32*2048*2048*128 + SwiGLU
+// 3*2*2048*4096*11008 = 897,648,164,864 FLOP; the rest is elementwise work).
+struct Expected {
+  const char* file;
+  double flops;
+  double bytes;
+  const char* bound;  // module-level bound on v5e
+};
+constexpr Expected kExpected[] = {
+    {"transformer_layer_fwd.after_optimizations.hlo", 900301983744.0, 2652160000.0, "compute"},
+    {"transformer_layer_fwd.before_optimizations.hlo", 898947223552.0, 16029843488.0, "memory"},
+    {"decode_step.hlo", 3516804624.0, 682105004.0, "memory"},
+    {"layernorm_softmax.hlo", 10333773824.0, 9003352064.0, "memory"},
+};
+
+TEST(Workloads, ShippedModulesMatchTheirHandDerivedTotals) {
+  for (const auto& e : kExpected) {
+    const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/" + e.file;
+    const auto r = tpusim({"analyze", path, "--chip", "v5e", "--format", "json"});
+    ASSERT_EQ(r.code, kOk) << e.file << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_DOUBLE_EQ(j["total"]["flops"].get<double>(), e.flops) << e.file;
+    EXPECT_DOUBLE_EQ(j["total"]["bytes_accessed"].get<double>(), e.bytes) << e.file;
+    EXPECT_EQ(j["total"]["bound"], e.bound) << e.file;
+  }
+}
+
+TEST(Workloads, DecodeStepIsMemoryBoundFarBelowTheRidge) {
+  // Issue 6: the batch-8 decode step must be memory-bound on v5e: intensity
+  // ~ 3.5e9 FLOP / 6.8e8 B = 5.2 FLOP/B, far below the 240 FLOP/B ridge.
+  const auto r = tpusim({"analyze", std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/decode_step.hlo", "--format",
+                         "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double intensity = j["total"]["flops"].get<double>() / j["total"]["bytes_accessed"].get<double>();
+  EXPECT_LT(intensity, 240.0 / 10);
+  EXPECT_NEAR(j["total"]["bound_time_s"].get<double>(), j["total"]["bytes_accessed"].get<double>() / 819e9,
+              0.05 * j["total"]["bound_time_s"].get<double>());
+}
+
 }  // namespace
 }  // namespace tpusim::cli
