@@ -39,6 +39,25 @@ class DotLowering {
   }
 
   void run() {
+    // Many independent batch elements: one batch element's program inside
+    // `repeat B` (same bytes and timing per element; the HBM tiles of
+    // element 0 stand in for the others, and each element's first load and
+    // last store are not overlapped with its neighbours').
+    if (d_.batch > 1) {
+      DotSpec one = d_;
+      one.batch = 1;
+      DotLowering single(c_, one);
+      single.t_ = single.choose();
+      const double per = static_cast<double>(ceil_div(one.m, single.t_.tm) * ceil_div(one.n, single.t_.tn) *
+                                             ceil_div(one.k, single.t_.tk));
+      if (per * static_cast<double>(d_.batch) > 4096) {
+        c_.emit(isa::Repeat{d_.batch});
+        single.run();
+        c_.emit(isa::End{});
+        c_.report.tilings.back() += " repeat=" + std::to_string(d_.batch);
+        return;
+      }
+    }
     t_ = choose();
     c_.report.tilings.push_back(d_.name + ": B=" + std::to_string(d_.batch) + " M=" + std::to_string(d_.m) +
                                 " K=" + std::to_string(d_.k) + " N=" + std::to_string(d_.n) +
@@ -113,7 +132,11 @@ class DotLowering {
           const double first = (static_cast<double>(tm * tk) * bl + static_cast<double>(tk * tn) * br) / bw + lat;
           const double last = static_cast<double>(tm * tn) * bo / bw + static_cast<double>(tm + R_ + C_) / clock + lat;
           const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
-          const double time = steps * std::max({step_mxu, step_dma, issue}) + pops + first + last;
+          // Program size matters too (the issue asks for programs of at most
+          // a few million instructions): a mild penalty per instruction.
+          const double instrs = steps * static_cast<double>(ceil_div(tk, R_) * items * 2 + 6);
+          const double time = (steps * std::max({step_mxu, step_dma, issue}) + pops + first + last) *
+                              (1.0 + instrs / 4e6);
           if (time < best.time_s * (1 - 1e-9)) {
             best = Tiling{tm, tn, tk, time, bytes};
           }

@@ -119,8 +119,10 @@ class Streamer {
     std::int64_t q = std::min(c_.vmem_budget() / per_row,
                               std::max<std::int64_t>(1, c_.opt.stream_chunk_bytes / (padded_cols * 4)));
     q = std::max(align, q / align * align);
-    // Bound the program size: at most ~4096 chunks per kernel.
-    q = std::max(q, round_up(ceil_div(rows_, 4096), align));
+    // Bound the program size: at most ~256 chunks per kernel (a chunk is
+    // then >= 1/256 of the iteration space, still far below VMEM for the
+    // arrays of real models).
+    q = std::max(q, round_up(ceil_div(rows_, 256), align));
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/config_loader.h"
@@ -363,6 +364,37 @@ TEST(LowerSim, DISABLED_DotTilingExperiment) {
   ASSERT_TRUE(r.ok());
   std::printf("%s ratio %.4f instructions %zu\n", l->report.tilings[0].c_str(), r->seconds / roofline_bound(**mod, c),
               l->program.code.size());
+}
+}  // namespace
+}  // namespace tpusim::lower
+
+namespace tpusim::lower {
+namespace {
+// Manual: FILE=path ./isa_lower_tests --gtest_also_run_disabled_tests --gtest_filter='*Profile*'
+TEST(LowerCorpus, DISABLED_ProfileInstructionCounts) {
+  const char* file = std::getenv("FILE");
+  if (file == nullptr) GTEST_SKIP();
+  auto parsed = hlo::parse_hlo_file(file);
+  ASSERT_FALSE(parsed.modules.empty());
+  ASSERT_TRUE(parsed.modules[0].ok());
+  LowerOptions o;
+  o.max_instructions = 100'000'000;
+  auto l = lower_module(**parsed.modules[0], chip(), o);
+  ASSERT_TRUE(l.ok()) << format_all(l.errors());
+  std::map<std::string, std::size_t> by;
+  for (const auto& i : l->program.code) ++by[std::string(l->program.provenance(i))];
+  std::vector<std::pair<std::size_t, std::string>> v;
+  for (auto& [k, n] : by) v.emplace_back(n, k);
+  std::sort(v.rbegin(), v.rend());
+  std::printf("%zu instructions\n", l->program.code.size());
+  for (std::size_t i = 0; i < std::min<std::size_t>(8, v.size()); ++i) std::printf("%zu %s\n", v[i].first, v[i].second.c_str());
+  for (std::size_t i = 0; i < std::min<std::size_t>(5, v.size()); ++i) {
+    std::string name = v[i].second;
+    if (name.rfind("approx:", 0) == 0) name = name.substr(name.find(' ') + 1);
+    for (const auto& t : l->report.tilings) {
+      if (t.rfind(name + ":", 0) == 0) std::printf("%s\n", t.c_str());
+    }
+  }
 }
 }  // namespace
 }  // namespace tpusim::lower
