@@ -122,7 +122,11 @@ class Streamer {
     // Bound the program size: at most ~256 chunks per kernel (a chunk is
     // then >= 1/256 of the iteration space, still far below VMEM for the
     // arrays of real models).
-    q = std::max(q, round_up(ceil_div(rows_, 256), align));
+    const std::int64_t few = round_up(ceil_div(rows_, 256), align);
+    const auto fits = [&](std::int64_t rows) {
+      return static_cast<double>(rows * per_row) <= 0.8 * c_.chip.core.vmem.capacity;
+    };
+    q = std::max(q, fits(few) ? few : round_up(ceil_div(rows_, 4096), align));
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);

@@ -10,6 +10,8 @@
 #include "interconnect/validate_collective.h"
 #include "isa/assembler.h"
 #include "isa/hlo/analysis.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/lower.h"
 #include "isa/verifier.h"
 #include "sim/cli/config_command.h"
 #include "sim/report.h"
@@ -74,16 +76,28 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
             std::ostream& err) {
   LoadedConfig cfg;
   if (!load_chip(opt, cfg, err)) return kUsageError;
-  if (is_hlo(input)) {
-    err << fmt::format(
-        "tpusim run {}: compiling HLO to the ISA is not implemented in this build yet (tracked in issue 6); "
-        "`tpusim analyze` gives the roofline of the module today.\n",
-        input);
-    return kUsageError;
-  }
   std::string text;
-  if (!read_text(input, text, err)) return kUsageError;
-  auto prog = isa::assemble(text, input);
+  Result<isa::Program> prog = isa::Program{};
+  if (is_hlo(input)) {
+    // HLO: compile with isa/lower (issue 6), then run like a .tasm program.
+    auto parsed = hlo::parse_hlo_file(input);
+    if (parsed.modules.empty() || !parsed.modules[0].ok()) {
+      err << format_all(parsed.errors());
+      return kUsageError;
+    }
+    auto lowered = lower::lower_module(*parsed.modules[0].value(), cfg.chip);
+    if (!lowered.ok()) {
+      err << format_all(lowered.errors());
+      return kFailure;
+    }
+    const auto& approx = lowered->report.approximations;
+    for (std::size_t i = 0; i < approx.size() && i < 10; ++i) err << input << ": note: " << approx[i] << "\n";
+    if (approx.size() > 10) err << fmt::format("{}: note: {} more approximations\n", input, approx.size() - 10);
+    prog = std::move(lowered->program);
+  } else {
+    if (!read_text(input, text, err)) return kUsageError;
+    prog = isa::assemble(text, input);
+  }
   if (!prog.ok()) {
     err << format_all(prog.errors());
     return kUsageError;
