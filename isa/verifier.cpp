@@ -607,6 +607,58 @@ class Verifier {
     check_space(MemSpace::kHbm, static_cast<std::int64_t>(chip_.hbm.capacity), first, last);
   }
 
+  // Overlapping fixed placements that are live at the same time. A sweep over
+  // time keeps the live buffers ordered by offset: in a legal program they are
+  // disjoint, so only the neighbours of a new buffer can collide with it
+  // (O(n log n)); after the first collision every live buffer is compared.
+  void check_overlaps(const std::string& mem, const std::vector<std::size_t>& ids,
+                      const std::vector<std::size_t>& first, const std::vector<std::size_t>& last) {
+    std::vector<std::size_t> placed;
+    for (const std::size_t b : ids) {
+      if (p_.buffers[b].offset >= 0 && first[b] != kNone && footprint(p_.buffers[b]) > 0) placed.push_back(b);
+    }
+    std::stable_sort(placed.begin(), placed.end(), [&](std::size_t x, std::size_t y) { return first[x] < first[y]; });
+    std::multimap<std::int64_t, std::size_t> live;  // offset -> buffer
+    auto by_last = [&](std::size_t x, std::size_t y) { return last[x] > last[y]; };
+    std::vector<std::size_t> expiry;  // min-heap on last use
+    bool collided = false;
+    for (const std::size_t b : placed) {
+      while (!expiry.empty() && last[expiry.front()] < first[b]) {
+        const std::size_t gone = expiry.front();
+        std::pop_heap(expiry.begin(), expiry.end(), by_last);
+        expiry.pop_back();
+        auto [lo, hi] = live.equal_range(p_.buffers[gone].offset);
+        for (auto it = lo; it != hi; ++it) {
+          if (it->second == gone) {
+            live.erase(it);
+            break;
+          }
+        }
+      }
+      const Buffer& nb = p_.buffers[b];
+      const std::int64_t begin = nb.offset, end = nb.offset + footprint(nb);
+      std::vector<std::size_t> hits;
+      auto it = live.lower_bound(begin);
+      for (auto f = it; f != live.end() && f->first < end; ++f) hits.push_back(f->second);
+      for (auto r = it; r != live.begin();) {
+        --r;
+        if (r->first + footprint(p_.buffers[r->second]) > begin) hits.push_back(r->second);
+        if (!collided) break;
+      }
+      std::sort(hits.begin(), hits.end());
+      for (const std::size_t other : hits) {
+        collided = true;
+        const std::size_t lo_id = std::min(other, b), hi_id = std::max(other, b);
+        error(VerifyError::kCapacity, kNone, p_.buffers[hi_id].loc,
+              mem + " buffers " + p_.buffers[lo_id].name + " and " + p_.buffers[hi_id].name +
+                  " overlap in memory while both are live (" + line_ref(std::max(first[lo_id], first[hi_id])) + ")");
+      }
+      live.emplace(begin, b);
+      expiry.push_back(b);
+      std::push_heap(expiry.begin(), expiry.end(), by_last);
+    }
+  }
+
   void check_space(MemSpace space, std::int64_t capacity, const std::vector<std::size_t>& first,
                    const std::vector<std::size_t>& last) {
     const std::string mem(name(space));
@@ -635,21 +687,7 @@ class Verifier {
                   " is not a multiple of the " + std::to_string(vreg_bytes) + "-byte vector register tile");
       }
     }
-    // Overlapping fixed placements that are live at the same time.
-    for (std::size_t x = 0; x < ids.size(); ++x) {
-      for (std::size_t y = x + 1; y < ids.size(); ++y) {
-        const Buffer& a = p_.buffers[ids[x]];
-        const Buffer& b = p_.buffers[ids[y]];
-        if (a.offset < 0 || b.offset < 0 || first[ids[x]] == kNone || first[ids[y]] == kNone) continue;
-        const bool live_together = first[ids[x]] <= last[ids[y]] && first[ids[y]] <= last[ids[x]];
-        const bool addr_overlap = a.offset < b.offset + footprint(b) && b.offset < a.offset + footprint(a);
-        if (live_together && addr_overlap) {
-          error(VerifyError::kCapacity, kNone, b.loc,
-                mem + " buffers " + a.name + " and " + b.name +
-                    " overlap in memory while both are live (" + line_ref(std::max(first[ids[x]], first[ids[y]])) + ")");
-        }
-      }
-    }
+    check_overlaps(mem, ids, first, last);
     // The live set at each instruction.
     if (p_.code.empty()) return;
     std::vector<std::int64_t> delta(p_.code.size() + 1, 0);

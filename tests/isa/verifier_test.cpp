@@ -113,6 +113,31 @@ TEST(Verifier, ReportsBufferPastCapacityAndLiveOverlap) {
   EXPECT_EQ(r.count(VerifyError::kCapacity), 2u) << dump(r);  // b past the end; a/c overlap
 }
 
+TEST(Verifier, LiveOverlapFoundPastNeighboursAndReuseOverTimeIsLegal) {
+  // An 8x128 f32 tile is 4 KiB. big spans [0, 16 KiB); x sits at 4 KiB inside
+  // it, y at 8 KiB: both collide with big, not with each other, and x lies
+  // between big and y in address order while all three are live.
+  const std::string decl =
+      ".buffer big vmem f32 [32, 128] offset=0\n"
+      ".buffer x vmem f32 [8, 128] offset=4096\n"
+      ".buffer y vmem f32 [8, 128] offset=8192\n"
+      ".buffer z vmem f32 [32, 128] offset=0\n"
+      ".buffer w vmem f32 [8, 128] offset=65536\n";
+  auto r = check(decl +
+                 "vpu.copy dst=x a=big[0:8, 0:128]\nvpu.copy dst=y a=big[8:16, 0:128]\nvpu.copy dst=x a=y\n");
+  ASSERT_EQ(r.count(VerifyError::kCapacity), 2u) << dump(r);
+  EXPECT_NE(dump(r).find("big and x"), std::string::npos) << dump(r);
+  EXPECT_NE(dump(r).find("big and y"), std::string::npos) << dump(r);
+  // z takes big's place after big's last use (legal); x then lands inside the
+  // live z (one collision); y comes after z and x are dead (legal).
+  r = check(decl +
+            "vpu.copy dst=w a=big[0:8, 0:128]\nvpu.copy dst=z[0:8, 0:128] a=w\n"
+            "vpu.copy dst=x a=z[0:8, 0:128]\nvpu.copy dst=y a=w\n");
+  ASSERT_EQ(r.count(VerifyError::kCapacity), 1u) << dump(r);
+  EXPECT_NE(dump(r).find("x and z"), std::string::npos) << dump(r);
+  EXPECT_EQ(r.issues.size(), 1u) << dump(r);
+}
+
 TEST(Verifier, ReportsReadOfUnwaitedDma) {
   auto r = check(std::string(kHeader) + R"(dma.start dst=wv src=w sem=s
 mxu.load_weights src=wv

@@ -103,7 +103,7 @@ TEST(Cli, ConfigDescribeListsEveryKey) {
 
 TEST(Cli, UnbuiltSubcommandsSaySoAndExitTwo) {
   // Each later issue replaces one of these; until then none pretends.
-  const auto r = tpusim({"sweep", "spec.yaml"});
+  const auto r = tpusim({"scale", "model.hlo"});
   EXPECT_EQ(r.code, kUsageError);
   EXPECT_THAT(r.err, HasSubstr("not implemented in this build yet"));
 }
