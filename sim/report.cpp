@@ -1,6 +1,7 @@
 #include "sim/report.h"
 
 #include <algorithm>
+#include <map>
 #include <fmt/format.h>
 
 #include "common/units.h"
@@ -37,7 +38,45 @@ double core_peak_flops(const ChipConfig& c) {
          static_cast<double>(c.core.mxu.cols) * 2 * c.clock * c.core.mxu.rate.bf16;
 }
 
+struct OpRow {
+  std::string name;
+  ProvenanceStats stats;
+  bool approximated = false;
+};
+
+// Provenance rows summed per entry-computation op, longest first.
+std::vector<OpRow> rolled_up(const SimResult& r) {
+  std::vector<OpRow> rows;
+  std::map<std::string, std::size_t> index;
+  for (const auto& p : r.provenance) {
+    const std::string root = provenance_root(p.name);
+    auto [it, fresh] = index.emplace(root, rows.size());
+    if (fresh) rows.push_back(OpRow{root, {}, false});
+    OpRow& row = rows[it->second];
+    row.stats.attributed_s += p.stats.attributed_s;
+    row.stats.busy_s += p.stats.busy_s;
+    row.stats.flops += p.stats.flops;
+    row.stats.transcendentals += p.stats.transcendentals;
+    row.stats.hbm_bytes += p.stats.hbm_bytes;
+    row.stats.instructions += p.stats.instructions;
+    row.approximated = row.approximated || provenance_is_approximation(p.name);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpRow& a, const OpRow& b) { return a.stats.attributed_s > b.stats.attributed_s; });
+  return rows;
+}
+
 }  // namespace
+
+bool provenance_is_approximation(std::string_view provenance) { return provenance.starts_with("approx:"); }
+
+std::string provenance_root(std::string_view p) {
+  if (provenance_is_approximation(p)) {
+    const auto space = p.find(' ');
+    p = space == std::string_view::npos ? p.substr(7) : p.substr(space + 1);
+  }
+  return std::string(p.substr(0, p.find('/')));
+}
 
 json report_json(const ReportInput& in) {
   const ChipConfig& c = *in.chip;
@@ -75,19 +114,50 @@ json report_json(const ReportInput& in) {
                  {"sequencer_queue_full_cycles", s.value("chip0.core0.sequencer.stall_queue_full_cycles")},
                  {"sequencer_barrier_cycles", s.value("chip0.core0.sequencer.stall_barrier_cycles")}};
   json ops = json::array();
-  for (const auto& p : r.provenance) {
-    const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
-    const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
-    ops.push_back({{"name", p.name},
-                   {"time_s", p.stats.attributed_s},
-                   {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
-                   {"busy_s", p.stats.busy_s},
-                   {"instructions", p.stats.instructions},
-                   {"flops", p.stats.flops},
-                   {"transcendentals", p.stats.transcendentals},
-                   {"hbm_bytes", p.stats.hbm_bytes},
-                   {"bound_time_s", std::max(compute_s, memory_s)},
-                   {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
+  if (in.roofline == nullptr) {
+    for (const auto& p : r.provenance) {
+      const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
+      const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
+      ops.push_back({{"name", p.name},
+                     {"time_s", p.stats.attributed_s},
+                     {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
+                     {"busy_s", p.stats.busy_s},
+                     {"instructions", p.stats.instructions},
+                     {"flops", p.stats.flops},
+                     {"transcendentals", p.stats.transcendentals},
+                     {"hbm_bytes", p.stats.hbm_bytes},
+                     {"bound_time_s", std::max(compute_s, memory_s)},
+                     {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
+    }
+  } else {
+    std::map<std::string, const hlo::RooflineRow*> bound_of;
+    for (const auto& row : in.roofline->ops) bound_of.emplace(row.name, &row);
+    for (const auto& op : rolled_up(r)) {
+      const double s_op = op.stats.attributed_s;
+      const auto it = bound_of.find(op.name);
+      const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
+      const double bound_s = b != nullptr ? b->bound_time_s : 0.0;
+      ops.push_back({{"name", op.name},
+                     {"opcode", b != nullptr ? b->opcode : ""},
+                     {"time_s", s_op},
+                     {"percent", t > 0 ? 100 * s_op / t : 0.0},
+                     {"busy_s", op.stats.busy_s},
+                     {"instructions", op.stats.instructions},
+                     {"flops", op.stats.flops},
+                     {"transcendentals", op.stats.transcendentals},
+                     {"hbm_bytes", op.stats.hbm_bytes},
+                     {"flop_utilization", s_op > 0 && peak > 0 ? op.stats.flops / (s_op * peak) : 0.0},
+                     {"hbm_bandwidth_utilization",
+                      s_op > 0 && c.hbm.bandwidth > 0 ? op.stats.hbm_bytes / (s_op * c.hbm.bandwidth) : 0.0},
+                     {"bound_time_s", bound_s},
+                     {"bound", b != nullptr ? std::string(hlo::bound_name(b->bound)) : "none"},
+                     {"time_over_bound", bound_s > 0 ? s_op / bound_s : 0.0},
+                     {"approximated", op.approximated}});
+    }
+    const double module_bound = in.roofline->total.bound_time_s;
+    j["bound_time_s"] = module_bound;
+    j["bound"] = std::string(hlo::bound_name(in.roofline->total.bound));
+    j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
   }
   j["ops"] = ops;
   j["notes"] = r.notes;
@@ -129,12 +199,29 @@ std::string report_text(const ReportInput& in) {
                    j["stalls"]["sequencer_semaphore_cycles"].get<double>(),
                    j["stalls"]["sequencer_queue_full_cycles"].get<double>(),
                    j["stalls"]["sequencer_barrier_cycles"].get<double>());
-  o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
-  for (const auto& op : j["ops"]) {
-    o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}\n", op["name"].get<std::string>(),
-                     op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
-                     format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
-                     op["bound"].get<std::string>());
+  if (in.roofline == nullptr) {
+    o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
+    for (const auto& op : j["ops"]) {
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}\n", op["name"].get<std::string>(),
+                       op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                       format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
+                       op["bound"].get<std::string>());
+    }
+  } else {
+    o += fmt::format("roofline     {:.3f} us bound ({}); simulated {:.3f}x the bound\n",
+                     j["bound_time_s"].get<double>() * 1e6, j["bound"].get<std::string>(),
+                     j["time_over_bound"].get<double>());
+    o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
+         "    bound us   x bound   bound\n";
+    for (const auto& op : j["ops"]) {
+      const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>();
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}\n", name,
+                       op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                       format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
+                       format_si(op["hbm_bytes"].get<double>(), "B"),
+                       100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
+                       op["time_over_bound"].get<double>(), op["bound"].get<std::string>());
+    }
   }
   for (const auto& n : in.result->notes) o += "note: " + n + "\n";
   return o;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "isa/hlo/analysis.h"
 #include "sim/simulate.h"
 
 namespace tpusim {
@@ -14,10 +15,24 @@ struct ReportInput {
   std::string program;  // file name
   const ChipConfig* chip = nullptr;
   const SimResult* result = nullptr;
+  // For a program compiled from HLO: the `tpusim analyze` roofline of the same
+  // module on the same chip. The per-op rows then roll up to the entry
+  // computation's instructions (provenance "op" or "op/nested", with an
+  // "approx:<opcode> " prefix for approximated lowerings) and carry each op's
+  // roofline bound and the ratio of simulated time to it.
+  const hlo::RooflineReport* roofline = nullptr;
 };
+
+// The entry-computation op a provenance string belongs to:
+// "approx:dot while.2/dot.7" -> "while.2"; "fusion.7/dot.2" -> "fusion.7".
+std::string provenance_root(std::string_view provenance);
+[[nodiscard]] bool provenance_is_approximation(std::string_view provenance);
 
 // {"program","chip","finished","step_time_s","cycles","units":{...},"hbm":{...},
 //  "vmem":{...},"stalls":{...},"ops":[...],"notes":[...],"blocked":[...],"stats":{...}}
+// plus, with a roofline: "bound_time_s" (the module's roofline bound),
+// "time_over_bound" and per op "bound_time_s", "bound", "time_over_bound",
+// "flop_utilization", "hbm_bandwidth_utilization", "approximated".
 nlohmann::json report_json(const ReportInput& in);
 std::string report_text(const ReportInput& in);
 

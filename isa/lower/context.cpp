@@ -48,8 +48,14 @@ std::string Ctx::unique(std::string_view base) {
     if (!ok) ch = '_';
   }
   if (b.empty() || (b[0] >= '0' && b[0] <= '9')) b = "b" + b;
-  const int n = names_[b]++;
-  return n == 0 ? b : b + "." + std::to_string(n);
+  // "x", "x.1", "x.2", …, skipping names already handed out (an HLO name such
+  // as "fusion.1" may come after "fusion" took "fusion.1" as its second copy).
+  int& n = names_[b];
+  for (;;) {
+    std::string candidate = n == 0 ? b : b + "." + std::to_string(n);
+    ++n;
+    if (issued_.insert(candidate).second) return candidate;
+  }
 }
 
 Array Ctx::hbm_array(std::string_view name, const hlo::Shape& s) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,7 @@ class Ctx {
   std::int64_t vmem_next_ = 0;
   std::map<std::string, std::uint32_t, std::less<>> sems_;
   std::map<std::string, int, std::less<>> names_;
+  std::set<std::string, std::less<>> issued_;
 };
 
 // ---- stream kernels (stream.cpp) ----

@@ -105,10 +105,18 @@ class Lowerer {
     return out;
   }
 
+  // Provenance of a section: the instruction's name, prefixed by the entry
+  // computation's instruction it belongs to when nested ("while.3/fusion.2"),
+  // so reports roll every instruction up to an op of the entry computation.
   void section(const Instruction& x, bool approximate) {
     c_.begin_section(loop_depth_ > 0);
-    c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + std::string(x.name())
-                                  : std::string(x.name()));
+    const std::string name = provenance_name(x);
+    c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + name : name);
+  }
+  std::string provenance_name(const Instruction& x) const {
+    std::string name(x.name());
+    if (!top_name_.empty() && top_name_ != name) name = top_name_ + "/" + name;
+    return name;
   }
 
   void stream_single(const Instruction& x, bool approximate) {
@@ -242,7 +250,7 @@ class Lowerer {
         emit_dot(x, spec, fused, boundary, approx);
         section(x, true);
         lower_relayout(spec.out, real);
-        if (approx) c_.approx(x, why);
+        if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
         return true;
       }
     } else {
@@ -273,7 +281,7 @@ class Lowerer {
              " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) + "); ";
     }
     emit_dot(x, spec, fused, boundary, approx);
-    if (approx) c_.approx(x, why);
+    if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
     return true;
   }
 
@@ -312,6 +320,7 @@ class Lowerer {
   }
 
   Result<bool> lower_inst(const Instruction& x, const std::vector<Value>& params, bool top) {
+    if (top) top_name_ = std::string(x.name());
     const Opcode op = x.opcode();
     const auto alias = [&](std::size_t i) {
       vals_[&x] = x.operand_count() > i ? operand(x, i) : c_.hbm_value(x.name(), x.shape());
@@ -455,7 +464,7 @@ class Lowerer {
           c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n));
         }
         const Value state = operand(x, 0);
-        c_.set_provenance(std::string(x.name()));
+        c_.set_provenance(provenance_name(x));
         c_.emit(isa::Repeat{n});
         const std::size_t repeat_at = c_.prog.code.size() - 1;
         ++loop_depth_;
@@ -469,7 +478,7 @@ class Lowerer {
         if (c_.prog.code.size() == repeat_at + 1) {
           c_.prog.code.pop_back();  // empty body: no repeat
         } else {
-          c_.set_provenance(std::string(x.name()));
+          c_.set_provenance(provenance_name(x));
           c_.emit(isa::End{});
         }
         vals_[&x] = *rb;
@@ -626,6 +635,7 @@ class Lowerer {
   std::unordered_map<const Instruction*, Value> vals_;
   std::unordered_map<const Instruction*, Value> async_;
   int loop_depth_ = 0;
+  std::string top_name_;  // the entry-computation instruction being lowered
 };
 
 }  // namespace

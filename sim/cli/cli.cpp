@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/compare_command.h"
 #include "sim/cli/config_command.h"
 #include "sim/cli/sweep_command.h"
 
@@ -79,7 +80,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   auto* lower = app.add_subcommand("lower", "Compile an HLO module to tpusim assembly");
   lower->add_option("input", input, "model.hlo")->required();
   add_common_options(*lower, opt);
-  lower->callback([&] { action = not_built("lower", 6, err); });
+  std::string lower_output;
+  lower->add_option("-o,--output", lower_output, "Write the program here (default: stdout)")->type_name("FILE.tasm");
+  lower->callback([&] { action = [&] { return cmd_lower(opt, input, lower_output, out, err); }; });
 
   auto* check = app.add_subcommand("check", "Verify an assembly program (bounds, hazards, deadlocks)");
   check->add_option("input", input, "prog.tasm")->required();
@@ -123,7 +126,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::vector<std::string> pair;
   compare->add_option("inputs", pair, "a.hlo b.hlo")->expected(2)->required();
   add_common_options(*compare, opt);
-  compare->callback([&] { action = not_built("compare", 6, err); });
+  compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
   scale->add_option("input", input, "model.hlo")->required();

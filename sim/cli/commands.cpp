@@ -12,6 +12,7 @@
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
+#include "isa/printer.h"
 #include "isa/verifier.h"
 #include "sim/cli/config_command.h"
 #include "sim/report.h"
@@ -39,6 +40,39 @@ bool read_text(const std::string& path, std::string& text, std::ostream& err) {
   return true;
 }
 
+}  // namespace
+
+std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
+                                          std::ostream& err, bool print_notes, hlo::RooflineReport* roofline) {
+  auto parsed = hlo::parse_hlo_file(input);
+  if (parsed.modules.empty() || !parsed.modules[0].ok()) {
+    err << format_all(parsed.errors());
+    code = kUsageError;
+    return std::nullopt;
+  }
+  if (parsed.modules.size() > 1) {
+    err << fmt::format("{}: note: the file holds {} modules; the first ({}) is compiled\n", input,
+                       parsed.modules.size(), parsed.modules[0].value()->name());
+  }
+  if (roofline != nullptr) {
+    *roofline = hlo::roofline(*parsed.modules[0].value(), hlo::RooflineRates::from_figures(derive(chip)));
+  }
+  auto lowered = lower::lower_module(*parsed.modules[0].value(), chip);
+  if (!lowered.ok()) {
+    err << format_all(lowered.errors());
+    code = kFailure;
+    return std::nullopt;
+  }
+  if (print_notes) {
+    const auto& approx = lowered->report.approximations;
+    for (std::size_t i = 0; i < approx.size() && i < 10; ++i) err << input << ": note: " << approx[i] << "\n";
+    if (approx.size() > 10) err << fmt::format("{}: note: {} more approximations\n", input, approx.size() - 10);
+  }
+  code = kOk;
+  return std::move(lowered).value();
+}
+
+namespace {
 }  // namespace
 
 int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
@@ -78,21 +112,12 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   if (!load_chip(opt, cfg, err)) return kUsageError;
   std::string text;
   Result<isa::Program> prog = isa::Program{};
+  hlo::RooflineReport roofline;
   if (is_hlo(input)) {
     // HLO: compile with isa/lower (issue 6), then run like a .tasm program.
-    auto parsed = hlo::parse_hlo_file(input);
-    if (parsed.modules.empty() || !parsed.modules[0].ok()) {
-      err << format_all(parsed.errors());
-      return kUsageError;
-    }
-    auto lowered = lower::lower_module(*parsed.modules[0].value(), cfg.chip);
-    if (!lowered.ok()) {
-      err << format_all(lowered.errors());
-      return kFailure;
-    }
-    const auto& approx = lowered->report.approximations;
-    for (std::size_t i = 0; i < approx.size() && i < 10; ++i) err << input << ": note: " << approx[i] << "\n";
-    if (approx.size() > 10) err << fmt::format("{}: note: {} more approximations\n", input, approx.size() - 10);
+    int code = kOk;
+    auto lowered = compile_hlo(input, cfg.chip, code, err, true, &roofline);
+    if (!lowered) return code;
     prog = std::move(lowered->program);
   } else {
     if (!read_text(input, text, err)) return kUsageError;
@@ -118,7 +143,7 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
     err << format_all(result.errors());
     return kFailure;
   }
-  const ReportInput in{input, &cfg.chip, &*result};
+  const ReportInput in{input, &cfg.chip, &*result, is_hlo(input) ? &roofline : nullptr};
   const nlohmann::json j = report_json(in);
   if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
@@ -182,6 +207,70 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
   }
   err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
   return kUsageError;
+}
+
+}  // namespace tpusim::cli
+
+namespace tpusim::cli {
+
+int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, std::ostream& out,
+              std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  int code = kOk;
+  auto lowered = compile_hlo(input, cfg.chip, code, err, /*print_notes=*/false);
+  if (!lowered) return code;
+  const isa::Program& prog = lowered->program;
+  const lower::LowerReport& rep = lowered->report;
+  const isa::VerifyReport check = isa::verify(prog, cfg.chip);
+  if (opt.format == Format::kJson) {
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& n : rep.notes) {
+      notes.push_back({{"op", n.op}, {"opcode", n.opcode}, {"kind", lower::name(n.kind)}, {"message", n.message}});
+    }
+    nlohmann::json j{{"input", input},
+                     {"chip", cfg.chip.name},
+                     {"instructions", prog.code.size()},
+                     {"buffers", prog.buffers.size()},
+                     {"sections", rep.sections},
+                     {"lowered", rep.count(lower::NoteKind::kLowered)},
+                     {"free", rep.count(lower::NoteKind::kFree)},
+                     {"approximated", rep.count(lower::NoteKind::kApprox)},
+                     {"approximations", rep.approximations},
+                     {"dot_tilings", rep.tilings},
+                     {"notes", notes},
+                     {"verify", {{"ok", check.ok()}, {"summary", check.format_summary()}}},
+                     {"output", output}};
+    out << j.dump(2) << "\n";
+  }
+  // The program: to -o FILE, or to stdout when no JSON summary goes there.
+  std::string text = fmt::format(
+      "# tpusim lower {} --chip {}\n# {} instructions, {} buffers, {} sections; {} ops lowered, {} free, {} "
+      "approximated\n",
+      input, cfg.chip.name, prog.code.size(), prog.buffers.size(), rep.sections, rep.count(lower::NoteKind::kLowered),
+      rep.count(lower::NoteKind::kFree), rep.count(lower::NoteKind::kApprox));
+  for (const auto& a : rep.approximations) text += "# " + a + "\n";
+  for (const auto& t : rep.tilings) text += "# tiling " + t + "\n";
+  text += isa::print(prog);
+  if (!output.empty()) {
+    std::ofstream f(output, std::ios::binary);
+    if (!f || !(f << text)) {
+      err << fmt::format("{}: error: cannot write the program\n", output);
+      return kUsageError;
+    }
+  } else if (opt.format != Format::kJson) {
+    out << text;
+  }
+  if (!write_output_file(opt, "lower.tasm", text, err)) return kUsageError;
+  if (opt.verbosity >= 0 && opt.format != Format::kJson) {
+    err << fmt::format("{}: {} instructions; {} approximations; verify: {}\n", input, prog.code.size(),
+                       rep.approximations.size(), check.format_summary());
+  }
+  if (!check.ok()) {
+    err << format_all(check.diagnostics());
+    return kFailure;
+  }
+  return kOk;
 }
 
 }  // namespace tpusim::cli
