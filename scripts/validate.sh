@@ -18,6 +18,10 @@ status=0
   > out/validate_systolic.json || status=1
 "$TPUSIM" validate collective tests/validation/refs/collectives.csv --format json \
   > out/validate_collective.json || status=1
+"$TPUSIM" validate step tests/validation/refs/step.csv --format json \
+  > out/validate_step.json || status=1
+"$TPUSIM" validate roofline tests/validation/refs/roofline.csv --format json \
+  > out/validate_roofline.json || status=1
 for chip in v4 v5e v5p v6e v7; do
   "$TPUSIM" config show --chip "$chip" --format json > "out/config_$chip.json" || status=1
 done

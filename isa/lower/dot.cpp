@@ -218,15 +218,32 @@ class DotLowering {
     int out_next = 0;
     std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> out_bufs;
 
-    // Small epilogue inputs stay resident.
-    std::vector<isa::TileRef> resident;
+    // Small epilogue inputs stay resident. Large ones (a residual of the
+    // output's shape, say) are streamed: each output block reads its tile of
+    // an output-shaped input, or an equal share of the rows of any other,
+    // double-buffered with the output staging and waited on before the
+    // epilogue (so every epilogue input is read from HBM exactly once).
     std::int64_t res_count = 0;
+    struct Streamed {
+      const Array* a;
+      bool out_shaped;
+      std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
+    };
+    std::vector<Streamed> streamed;
     for (const Array& a : d_.epilogue_inputs) {
-      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / 8) continue;
+      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / 8) {
+        streamed.push_back({&a, a.rows == d_.out.rows && a.cols == d_.out.cols, {}});
+        continue;
+      }
       const std::uint32_t vb = c_.vmem("epi", a.dtype, a.rows, a.cols);
       c_.dma(c_.whole(vb), c_.whole(a.buffer), res);
       ++res_count;
     }
+    const isa::SemRef epi_sem[2] = {c_.sem("epi0"), c_.sem("epi1")};
+    std::array<std::int64_t, 2> epi_pending{0, 0};
+    std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
+    const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
+    std::int64_t out_block = 0;
 
     struct Cur {
       std::uint32_t lhs = 0, rhs = 0;
@@ -309,6 +326,31 @@ class DotLowering {
                    .first;
         }
         out_buf = it->second[static_cast<std::size_t>(out_slot)];
+        epi_tiles.clear();
+        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+        for (Streamed& e : streamed) {
+          const Array& a = *e.a;
+          std::int64_t r0 = s.b * M + m0, rows = me, c0 = n0, cols = ne;
+          if (!e.out_shaped) {
+            const std::int64_t share = ceil_div(a.rows, out_blocks);
+            r0 = std::min(a.rows, out_block * share);
+            rows = std::min(share, a.rows - r0);
+            c0 = 0;
+            cols = a.cols;
+            if (rows <= 0) continue;
+          }
+          auto bt = e.bufs.find({rows, cols});
+          if (bt == e.bufs.end()) {
+            bt = e.bufs.emplace(std::pair{rows, cols}, std::array<std::uint32_t, 2>{c_.vmem("epi.0", a.dtype, rows, cols),
+                                                                                   c_.vmem("epi.1", a.dtype, rows, cols)})
+                     .first;
+          }
+          const std::uint32_t vb = bt->second[static_cast<std::size_t>(out_slot)];
+          c_.dma(c_.whole(vb), c_.tile(a.buffer, r0, rows, c0, cols), epi_sem[out_slot]);
+          ++epi_pending[static_cast<std::size_t>(out_slot)];
+          if (e.out_shaped) epi_tiles.push_back(c_.whole(vb));
+        }
+        ++out_block;
       }
       const std::int64_t ksubs = ceil_div(ke, R_);
       for (std::int64_t ks = 0; ks < ksubs; ++ks) {
@@ -323,12 +365,19 @@ class DotLowering {
         for (const Item& it : items) {
           c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
         }
+        c_.wait(epi_sem[out_slot], epi_pending[static_cast<std::size_t>(out_slot)]);
+        epi_pending[static_cast<std::size_t>(out_slot)] = 0;
         for (int e = 0; e < d_.epilogue_vpu_ops; ++e) {
           isa::VpuElementwise op;
           op.op = isa::VpuOp::kAdd;
           op.dst = c_.whole(out_buf);
           op.a = c_.whole(out_buf);
-          op.imm = 0;
+          // The first ops consume the streamed output-shaped inputs.
+          if (static_cast<std::size_t>(e) < epi_tiles.size()) {
+            op.b = epi_tiles[static_cast<std::size_t>(e)];
+          } else {
+            op.imm = 0;
+          }
           c_.emit(op);
         }
         const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;

@@ -167,6 +167,12 @@ class Lowerer {
       }
       return std::nullopt;
     };
+    // The arrays the contraction reads; the other boundary arrays of a fusion
+    // feed its epilogue.
+    std::vector<std::uint32_t> contraction_inputs;
+    for (int i = 0; i < 2; ++i) {
+      if (auto a = trace(d.operand(static_cast<std::size_t>(i)))) contraction_inputs.push_back(a->buffer);
+    }
     DotSpec spec;
     spec.name = std::string(x.name());
     Value out = c_.hbm_value(x.name(), x.shape());
@@ -247,7 +253,7 @@ class Lowerer {
         why += "fusion output differs from the dot's [B*M, N] view (extra copy); ";
         Array real = spec.out;
         spec.out = c_.hbm_array(std::string(x.name()) + ".dot", hlo::Shape(d.shape().element_type(), {spec.batch * spec.m, spec.n}));
-        emit_dot(x, spec, fused, boundary, approx);
+        emit_dot(x, spec, fused, boundary, contraction_inputs, approx);
         section(x, true);
         lower_relayout(spec.out, real);
         if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
@@ -280,13 +286,13 @@ class Lowerer {
       why += "convolution as a GEMM over an im2col view of the input (M=" + std::to_string(spec.m) +
              " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) + "); ";
     }
-    emit_dot(x, spec, fused, boundary, approx);
+    emit_dot(x, spec, fused, boundary, contraction_inputs, approx);
     if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
     return true;
   }
 
   void emit_dot(const Instruction& x, DotSpec& spec, const hlo::Computation* fused, const std::vector<Array>& boundary,
-                bool approx) {
+                const std::vector<std::uint32_t>& contraction_inputs, bool approx) {
     if (fused != nullptr) {
       for (const Instruction* y : fused->instructions()) {
         const auto cat = hlo::opcode_category(y->opcode());
@@ -296,7 +302,10 @@ class Lowerer {
         }
       }
       for (const Array& a : boundary) {
-        if (a.buffer != spec.lhs.buffer && a.buffer != spec.rhs.buffer) spec.epilogue_inputs.push_back(a);
+        const bool feeds_contraction = a.buffer == spec.lhs.buffer || a.buffer == spec.rhs.buffer ||
+                                       std::find(contraction_inputs.begin(), contraction_inputs.end(), a.buffer) !=
+                                           contraction_inputs.end();
+        if (!feeds_contraction) spec.epilogue_inputs.push_back(a);
       }
     }
     section(x, approx);

@@ -17,6 +17,7 @@
 #include "sim/cli/config_command.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
+#include "sim/validate_hlo.h"
 #include "sim/validate_systolic.h"
 
 namespace tpusim::cli {
@@ -200,10 +201,11 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
     return interconnect::validate_collective_csv(file, tolerance.empty() ? 0.05 : tol, opt.format == Format::kJson,
                                                  out, err);
   }
-  if (kind == "step" || kind == "roofline") {
-    err << fmt::format("tpusim validate {}: not implemented in this build yet (tracked in issue 9); nothing was run.\n",
-                       kind);
-    return kUsageError;
+  if (kind == "step") {
+    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err);
+  }
+  if (kind == "roofline") {
+    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err);
   }
   err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
   return kUsageError;

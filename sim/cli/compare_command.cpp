@@ -9,44 +9,14 @@
 #include <sstream>
 
 #include "common/units.h"
-#include "isa/verifier.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/config_command.h"
-#include "sim/isolated.h"
-#include "sim/report.h"
-#include "sim/simulate.h"
+#include "sim/hlo_run.h"
 
 namespace tpusim::cli {
 namespace {
 
 using nlohmann::json;
-
-// Compiles and simulates one module; the report JSON, or {"error", "code"}.
-// Runs in a child process.
-std::string simulate_one(const ChipConfig& chip, const std::string& input) {
-  std::ostringstream err;
-  int code = kOk;
-  hlo::RooflineReport roofline;
-  auto lowered = compile_hlo(input, chip, code, err, /*print_notes=*/false, &roofline);
-  if (!lowered) return json{{"error", err.str()}, {"code", code}}.dump();
-  const isa::VerifyReport check = isa::verify(lowered->program, chip);
-  if (!check.ok()) {
-    return json{{"error", format_all(check.diagnostics()) + input + ": " + check.format_summary() + "\n"},
-                {"code", static_cast<int>(kFailure)}}
-        .dump();
-  }
-  auto result = simulate(chip, std::move(lowered->program));
-  if (!result.ok()) return json{{"error", format_all(result.errors())}, {"code", static_cast<int>(kFailure)}}.dump();
-  if (!result->finished) {
-    std::string blocked;
-    for (const auto& b : result->blocked) blocked += input + ": deadlock: " + b + "\n";
-    return json{{"error", blocked}, {"code", static_cast<int>(kFailure)}}.dump();
-  }
-  json j = report_json(ReportInput{input, &chip, &*result, &roofline});
-  j.erase("stats");
-  j["approximations"] = lowered->report.approximations;
-  return j.dump();
-}
 
 struct Side {
   json report;
@@ -65,24 +35,13 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
   const std::string inputs[2] = {a, b};
   int worst = kOk;
   for (int s = 0; s < 2; ++s) {
-    std::string child_error;
-    const auto text = run_isolated([&] { return simulate_one(cfg.chip, inputs[s]); }, child_error);
-    if (!text) {
-      err << fmt::format("{}: error: the simulation died: {}\n", inputs[s], child_error);
-      worst = std::max<int>(worst, kFailure);
+    HloRunOutcome run = run_hlo_isolated(inputs[s], cfg.chip);
+    if (run.exit_code != 0) {
+      err << run.error;
+      worst = std::max(worst, run.exit_code);
       continue;
     }
-    json j = json::parse(*text, nullptr, false);
-    if (j.is_discarded()) {
-      err << fmt::format("{}: error: internal: unreadable result from the child process\n", inputs[s]);
-      worst = std::max<int>(worst, kFailure);
-      continue;
-    }
-    if (j.contains("error")) {
-      err << j["error"].get<std::string>();
-      worst = std::max(worst, j["code"].get<int>());
-      continue;
-    }
+    json& j = run.report;
     for (const auto& op : j["ops"]) side[s].ops.emplace(op["name"].get<std::string>(), op);
     side[s].report = std::move(j);
   }

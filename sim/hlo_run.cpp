@@ -1,0 +1,67 @@
+#include "sim/hlo_run.h"
+
+#include "isa/hlo/analysis.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/lower.h"
+#include "isa/verifier.h"
+#include "sim/isolated.h"
+#include "sim/report.h"
+#include "sim/simulate.h"
+
+namespace tpusim {
+namespace {
+
+using nlohmann::json;
+
+json failure(int code, std::string text) { return json{{"error", std::move(text)}, {"code", code}}; }
+
+// Runs in the child: the report, or {"error", "code"}.
+std::string compile_and_simulate(const std::string& path, const ChipConfig& chip) {
+  auto parsed = hlo::parse_hlo_file(path);
+  if (parsed.modules.empty() || !parsed.modules[0].ok()) return failure(2, format_all(parsed.errors())).dump();
+  const hlo::Module& module = *parsed.modules[0].value();
+  const hlo::RooflineReport roofline = hlo::roofline(module, hlo::RooflineRates::from_figures(derive(chip)));
+  auto lowered = lower::lower_module(module, chip);
+  if (!lowered.ok()) return failure(1, format_all(lowered.errors())).dump();
+  const isa::VerifyReport check = isa::verify(lowered->program, chip);
+  if (!check.ok()) {
+    return failure(1, format_all(check.diagnostics()) + path + ": " + check.format_summary() + "\n").dump();
+  }
+  auto result = simulate(chip, std::move(lowered->program));
+  if (!result.ok()) return failure(1, format_all(result.errors())).dump();
+  if (!result->finished) {
+    std::string blocked;
+    for (const auto& b : result->blocked) blocked += path + ": deadlock: " + b + "\n";
+    return failure(1, blocked).dump();
+  }
+  json j = report_json(ReportInput{path, &chip, &*result, &roofline});
+  j.erase("stats");
+  j["approximations"] = lowered->report.approximations;
+  return j.dump();
+}
+
+}  // namespace
+
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip) {
+  HloRunOutcome o;
+  std::string child_error;
+  const auto text = run_isolated([&] { return compile_and_simulate(path, chip); }, child_error);
+  if (!text) {
+    o.exit_code = 1;
+    o.error = path + ": error: the simulation died: " + child_error + "\n";
+    return o;
+  }
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded()) {
+    o.exit_code = 1;
+    o.error = path + ": error: internal: unreadable result from the child process\n";
+  } else if (j.contains("error")) {
+    o.exit_code = j["code"].get<int>();
+    o.error = j["error"].get<std::string>();
+  } else {
+    o.report = std::move(j);
+  }
+  return o;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,28 @@
+// `tpusim validate step FILE.csv` and `tpusim validate roofline FILE.csv`:
+// reference families over whole HLO modules, each row compiled and simulated
+// in its own child process (sim/hlo_run.h).
+//
+// step:     workload,chip,system,ref_step_time_s[,tolerance][,source]
+//           An HLO file on a preset or chip YAML and a system ("1", or a
+//           topology such as 4x4 once multi-chip runs exist), compared on step
+//           time: the format for measured profiles. Exit 1 when a row's
+//           relative error exceeds its tolerance (the column, else --tolerance).
+// roofline: workload,chip[,max_factor][,source]
+//           Every op's simulated time must be at least its `tpusim analyze`
+//           bound, and the module's simulated time between its bound and
+//           max_factor times it (the column, else 1 + --tolerance).
+// Paths in `workload` and `chip` are taken as given when they exist, else
+// relative to the CSV file's folder.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace tpusim {
+
+// Returns 0 all rows pass, 1 a row fails, 2 bad input (file:line:column).
+int validate_step_csv(const std::string& path, double tolerance, bool json, std::ostream& out, std::ostream& err);
+int validate_roofline_csv(const std::string& path, double tolerance, bool json, std::ostream& out,
+                          std::ostream& err);
+
+}  // namespace tpusim
