@@ -36,6 +36,15 @@ for b in raw.get("benchmarks", []):
     elif name.startswith("BM_HbmStreamFraction"):
         f = b["fraction_of_hbm_bw"]
         add("HBM streaming copy, fraction of bandwidth", round(f, 4), "", ">= 0.90", f >= 0.90)
+    elif name.startswith("BM_LowerPer1kHloInstructions"):
+        ms = b["ms_per_1k_hlo"]
+        add(f"lowering {b.get('label', name)} ({int(b['hlo_instructions'])} HLO instr)", round(ms, 3),
+            "ms/1k HLO", "", None)
+    elif name.startswith("BM_RunTransformerLayer"):
+        s = b["real_time"] / 1e3 if b.get("time_unit") == "ms" else b["real_time"]
+        add("compile + simulate transformer layer (v5e)", round(s, 3), "s wall", "<= 2", s <= 2)
+        gib = b["peak_rss_bytes"] / 2**30
+        add("compile + simulate transformer layer, peak memory", round(gib, 3), "GiB", "<= 1", gib <= 1)
     else:
         add(name, b.get("real_time"), b.get("time_unit", ""), "", None)
 
