@@ -2,6 +2,7 @@
 
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
+#include "isa/lower/fusion.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
 #include "sim/isolated.h"
@@ -20,7 +21,7 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   auto parsed = hlo::parse_hlo_file(path);
   if (parsed.modules.empty() || !parsed.modules[0].ok()) return failure(2, format_all(parsed.errors())).dump();
   const hlo::Module& module = *parsed.modules[0].value();
-  const hlo::RooflineReport roofline = hlo::roofline(module, hlo::RooflineRates::from_figures(derive(chip)));
+  const hlo::RooflineReport roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
   auto lowered = lower::lower_module(module, chip);
   if (!lowered.ok()) return failure(1, format_all(lowered.errors())).dump();
   const isa::VerifyReport check = isa::verify(lowered->program, chip);

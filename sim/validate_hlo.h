@@ -7,10 +7,13 @@
 //           topology such as 4x4 once multi-chip runs exist), compared on step
 //           time: the format for measured profiles. Exit 1 when a row's
 //           relative error exceeds its tolerance (the column, else --tolerance).
-// roofline: workload,chip[,max_factor][,source]
+// roofline: workload,chip[,max_factor][,op_slack][,source]
 //           Every op's simulated time must be at least its `tpusim analyze`
-//           bound, and the module's simulated time between its bound and
-//           max_factor times it (the column, else 1 + --tolerance).
+//           bound less op_slack (default 5%: the next op's first DMAs overlap
+//           an op's tail, and in-order retirement charges the overlap to the
+//           earlier op), and the module's simulated time between its bound
+//           and max_factor times it (the column, else 1 + --tolerance). The
+//           bound is that of the module as lowered (isa/lower/fusion.h).
 // Paths in `workload` and `chip` are taken as given when they exist, else
 // relative to the CSV file's folder.
 #pragma once

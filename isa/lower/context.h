@@ -99,9 +99,13 @@ class Ctx {
 // double-buffered DMAs. `body` is the computation whose instructions run on
 // the VPU/EUP/XLU per chunk (a fused computation, or nullptr with `single`
 // naming one top-level instruction treated as a one-op kernel).
+struct FusionGroup;
 struct StreamKernel {
   const hlo::Computation* body = nullptr;
   const hlo::Instruction* single = nullptr;
+  // A group of the fusion policy (fusion.h): its members run per chunk, its
+  // external operands are `inputs` in FusionGroup::inputs order.
+  const FusionGroup* group = nullptr;
   std::vector<Array> inputs;   // in parameter (operand) order
   std::vector<Array> outputs;  // the root's leaves
   // Extra passes per element of the iteration space the ISA cannot express

@@ -8,6 +8,7 @@
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/lower/context.h"
+#include "isa/lower/fusion.h"
 
 namespace tpusim::lower {
 namespace {
@@ -70,7 +71,20 @@ class Lowerer {
 
  private:
   Result<Value> lower_computation(const hlo::Computation& comp, const std::vector<Value>& params, bool top) {
+    // Unfused modules: tpusim's fusion policy (fusion.h) groups elementwise
+    // chains; members run inside their group's kernel, at the group's root.
+    const FusionPlan plan = plan_fusion(c_.module, comp);
     for (const Instruction* x : comp.instructions()) {
+      if (auto f = plan.fused_into.find(x); f != plan.fused_into.end()) {
+        if (top) c_.note(*x, NoteKind::kFree, "fused into " + std::string(plan.groups[f->second].root->name()) +
+                                                  " (tpusim fusion policy)");
+        continue;
+      }
+      if (auto g = plan.group_of_root.find(x); g != plan.group_of_root.end()) {
+        if (top) top_name_ = std::string(x->name());
+        lower_group(plan.groups[g->second]);
+        continue;
+      }
       if (c_.prog.code.size() > c_.opt.max_instructions) {
         return Diagnostic{c_.module.source().name, 0, 0,
                           "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
@@ -117,6 +131,26 @@ class Lowerer {
     std::string name(x.name());
     if (!top_name_.empty() && top_name_ != name) name = top_name_ + "/" + name;
     return name;
+  }
+
+  void lower_group(const FusionGroup& g) {
+    const Instruction& root = *g.root;
+    section(root, false);
+    StreamKernel k;
+    k.group = &g;
+    for (const Instruction* in : g.inputs) {
+      auto it = vals_.find(in);
+      const Value v = it == vals_.end() ? c_.hbm_value(in->name(), in->shape()) : it->second;
+      k.inputs.push_back(v.leaves.empty() ? c_.hbm_array(in->name(), hlo::Shape(hlo::ElementType::kF32, {1}))
+                                          : v.leaves[0]);
+    }
+    Value out = c_.hbm_value(root.name(), root.shape());
+    k.outputs = out.leaves;
+    vals_[&root] = out;
+    lower_stream(c_, k);
+    c_.note(root, NoteKind::kLowered,
+            std::string(root.opcode() == Opcode::kReduce ? "input" : "loop") + " fusion of " +
+                std::to_string(g.members.size()) + " ops (tpusim fusion policy), streamed through VMEM");
   }
 
   void stream_single(const Instruction& x, bool approximate) {

@@ -9,6 +9,7 @@
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/lower/context.h"
+#include "isa/lower/fusion.h"
 
 namespace tpusim::lower {
 namespace {
@@ -83,6 +84,13 @@ class Streamer {
   }
 
  private:
+  // The instructions run per chunk: the fused computation's or the group's.
+  std::vector<const hlo::Instruction*> kernel_instructions() const {
+    if (k_.group != nullptr) return k_.group->members;
+    if (k_.body == nullptr) return {};
+    return {k_.body->instructions().begin(), k_.body->instructions().end()};
+  }
+
   // ---- iteration space and chunking ----
   void consider(const hlo::Shape& s) {
     if (!s.is_array()) return;
@@ -97,8 +105,8 @@ class Streamer {
     for (const Array& a : k_.inputs) consider(a.shape);
     for (const Array& a : k_.outputs) consider(a.shape);
     int ops = 0;
-    if (k_.body != nullptr) {
-      for (const hlo::Instruction* x : k_.body->instructions()) {
+    if (k_.body != nullptr || k_.group != nullptr) {
+      for (const hlo::Instruction* x : kernel_instructions()) {
         if (x->has_shape()) consider(x->shape());
         ++ops;
       }
@@ -528,9 +536,9 @@ class Streamer {
       }
     }
     std::vector<Val> results;  // root leaves
-    if (k_.body == nullptr && k_.single == nullptr) {
+    if (k_.body == nullptr && k_.single == nullptr && k_.group == nullptr) {
       results = in_vals;  // a pure copy
-    } else if (k_.body == nullptr) {
+    } else if (k_.body == nullptr && k_.group == nullptr) {
       std::vector<const Val*> ops;
       for (const Val& v : in_vals) ops.push_back(&v);
       const isa::TileRef* dst = (!out_tiles.empty() && out_tiles[0]) ? &*out_tiles[0] : nullptr;
@@ -538,13 +546,19 @@ class Streamer {
       results = lower_inst(*k_.single, ops, len, dst);
       if (dst != nullptr && !results.empty() && results[0].tile == *dst) out_tiles[0].reset();
     } else {
-      const auto& insts = k_.body->instructions();
+      const std::vector<const hlo::Instruction*> insts = kernel_instructions();
       std::map<const hlo::Instruction*, std::vector<Val>> vals;
       std::map<const hlo::Instruction*, int> uses;
       for (const hlo::Instruction* x : insts) {
         for (const hlo::Instruction* o : x->operands()) ++uses[o];
       }
-      const hlo::Instruction* root = k_.body->root();
+      // A group's external operands are its stream inputs.
+      if (k_.group != nullptr) {
+        for (std::size_t i = 0; i < k_.group->inputs.size() && i < in_vals.size(); ++i) {
+          vals[k_.group->inputs[i]] = {in_vals[i]};
+        }
+      }
+      const hlo::Instruction* root = k_.body != nullptr ? k_.body->root() : k_.group->root;
       // The root writes the single aligned output directly.
       const isa::TileRef* root_dst = nullptr;
       if (outs_.size() == 1 && out_tiles[0] && root != nullptr && !root->shape().is_tuple()) root_dst = &*out_tiles[0];

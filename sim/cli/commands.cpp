@@ -11,6 +11,7 @@
 #include "isa/assembler.h"
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
+#include "isa/lower/fusion.h"
 #include "isa/lower/lower.h"
 #include "isa/printer.h"
 #include "isa/verifier.h"
@@ -56,7 +57,7 @@ std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipCo
                        parsed.modules.size(), parsed.modules[0].value()->name());
   }
   if (roofline != nullptr) {
-    *roofline = hlo::roofline(*parsed.modules[0].value(), hlo::RooflineRates::from_figures(derive(chip)));
+    *roofline = lower::roofline_as_lowered(*parsed.modules[0].value(), hlo::RooflineRates::from_figures(derive(chip)));
   }
   auto lowered = lower::lower_module(*parsed.modules[0].value(), chip);
   if (!lowered.ok()) {

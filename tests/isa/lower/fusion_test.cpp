@@ -1,0 +1,134 @@
+// tpusim's fusion policy for unfused (before-optimizations) modules: which
+// ops group, what a group reads and writes, and its roofline row.
+#include "isa/lower/fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "common/config_loader.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/lower.h"
+#include "isa/verifier.h"
+
+namespace tpusim::lower {
+namespace {
+
+// softmax-like chain over f32[1024,1024] (4 MiB per array):
+//   d = sub(x, broadcast(m)); e = exp(d); s = reduce(e) ; y = multiply(e, w)
+// e has two users in different groups (the reduce and the multiply), so e
+// roots a group of {b, d, e}; the reduce and the multiply root their own.
+constexpr const char* kUnfused = R"(HloModule unfused
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[1024,1024] parameter(0)
+  m = f32[1024] parameter(1)
+  w = f32[1024,1024] parameter(2)
+  b = f32[1024,1024] broadcast(m), dimensions={0}
+  d = f32[1024,1024] subtract(x, b)
+  e = f32[1024,1024] exponential(d)
+  zero = f32[] constant(0)
+  s = f32[1024] reduce(e, zero), dimensions={1}, to_apply=sum
+  y = f32[1024,1024] multiply(e, w)
+  ROOT t = (f32[1024], f32[1024,1024]) tuple(s, y)
+}
+)";
+
+std::set<std::string> names(const std::vector<const hlo::Instruction*>& v) {
+  std::set<std::string> out;
+  for (const auto* x : v) out.insert(std::string(x->name()));
+  return out;
+}
+
+TEST(Fusion, ElementwiseChainsGroupAtTheirConsumers) {
+  auto m = hlo::parse_hlo_module(kUnfused, "unfused.hlo");
+  ASSERT_TRUE(m.ok()) << format_all(m.errors());
+  EXPECT_FALSE(module_is_fused(**m));
+  const FusionPlan plan = plan_fusion(**m, *(*m)->entry());
+  ASSERT_EQ(plan.groups.size(), 2u);
+  std::map<std::string, const FusionGroup*> by_root;
+  for (const auto& g : plan.groups) by_root[std::string(g.root->name())] = &g;
+  ASSERT_TRUE(by_root.contains("e"));
+  ASSERT_TRUE(by_root.contains("s"));
+  EXPECT_EQ(names(by_root["e"]->members), (std::set<std::string>{"b", "d", "e"}));
+  EXPECT_EQ(names(by_root["e"]->inputs), (std::set<std::string>{"x", "m"}));
+  EXPECT_EQ(names(by_root["s"]->members), (std::set<std::string>{"zero", "s"}));
+  EXPECT_EQ(names(by_root["s"]->inputs), (std::set<std::string>{"e"}));
+  // The multiply is alone (a group of one is not a group).
+  EXPECT_FALSE(plan.group_of_root.contains((*m)->entry()->instructions()[8]));
+}
+
+TEST(Fusion, GroupsReadTheirBoundaryOnceAndRooflineCostsTheBoundary) {
+  auto m = hlo::parse_hlo_module(kUnfused, "unfused.hlo");
+  ASSERT_TRUE(m.ok());
+  auto cfg = load_config("v5e");
+  ASSERT_TRUE(cfg.ok());
+  auto l = lower_module(**m, cfg->chip);
+  ASSERT_TRUE(l.ok()) << format_all(l.errors());
+  EXPECT_TRUE(isa::verify(l->program, cfg->chip).ok());
+  // HBM traffic per provenance: group e reads x (4 MiB) and m (4 KiB) and
+  // writes e (4 MiB); group s reads e and writes s (4 KiB); y reads e and w
+  // and writes y. No intermediate (b, d) ever reaches HBM.
+  std::map<std::string, std::int64_t> bytes;
+  for (const auto& i : l->program.code) {
+    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
+      const auto& src = l->program.buffers[d->src.buffer];
+      const auto& dst = l->program.buffers[d->dst.buffer];
+      const auto& hbm_side = src.space == isa::MemSpace::kHbm ? d->src : d->dst;
+      const auto& buf = src.space == isa::MemSpace::kHbm ? src : dst;
+      if (src.space == isa::MemSpace::kHbm || dst.space == isa::MemSpace::kHbm) {
+        bytes[std::string(l->program.provenance(i))] +=
+            isa::dtype_bytes(buf.dtype, std::int64_t{hbm_side.rows} * hbm_side.cols);
+      }
+    }
+  }
+  const std::int64_t big = 1024 * 1024 * 4, vec = 1024 * 4;
+  EXPECT_EQ(bytes["e"], big + vec + big);
+  EXPECT_EQ(bytes["s"], big + vec);
+  EXPECT_EQ(bytes["y"], 3 * big);
+  EXPECT_EQ(bytes.count("b") + bytes.count("d"), 0u);
+
+  const auto r = roofline_as_lowered(**m, hlo::RooflineRates::example_chip());
+  std::map<std::string, const hlo::RooflineRow*> rows;
+  for (const auto& row : r.ops) rows[row.name] = &row;
+  EXPECT_EQ(rows.count("b") + rows.count("d") + rows.count("zero"), 0u);
+  ASSERT_TRUE(rows.contains("e"));
+  EXPECT_EQ(rows["e"]->opcode, "fusion");
+  EXPECT_DOUBLE_EQ(rows["e"]->cost.bytes_accessed(), static_cast<double>(big + vec + big));
+  // 819 GB/s in the example rates: the row is memory-bound at its boundary bytes.
+  EXPECT_DOUBLE_EQ(rows["e"]->bound_time_s, (big + vec + big) / 819e9);
+  double sum = 0;
+  for (const auto& row : r.ops) sum += row.bound_time_s;
+  EXPECT_DOUBLE_EQ(r.total.bound_time_s, sum);
+}
+
+TEST(Fusion, ModulesXlaFusedAreLeftAlone) {
+  auto m = hlo::parse_hlo_module(R"(HloModule fused
+f {
+  p = f32[128,128] parameter(0)
+  ROOT e = f32[128,128] exponential(p)
+}
+ENTRY main {
+  x = f32[128,128] parameter(0)
+  a = f32[128,128] add(x, x)
+  b = f32[128,128] multiply(a, a)
+  ROOT c = f32[128,128] fusion(b), kind=kLoop, calls=f
+}
+)",
+                                 "fused.hlo");
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(module_is_fused(**m));
+  EXPECT_TRUE(plan_fusion(**m, *(*m)->entry()).groups.empty());
+  const auto a = hlo::roofline(**m, hlo::RooflineRates::example_chip());
+  const auto b = roofline_as_lowered(**m, hlo::RooflineRates::example_chip());
+  EXPECT_EQ(a.ops.size(), b.ops.size());
+  EXPECT_DOUBLE_EQ(a.total.bound_time_s, b.total.bound_time_s);
+}
+
+}  // namespace
+}  // namespace tpusim::lower
