@@ -14,5 +14,9 @@ echo
 echo "== roofline of a LLaMA-7B-like decoder layer (seq 2048) on v5e: tpusim analyze"
 "$TPUSIM" analyze workloads/hlo/transformer_layer_fwd.after_optimizations.hlo --chip v5e
 echo
-echo "== a fused matmul+bias+GELU kernel on the SystemC TensorCore: tpusim run"
-"$TPUSIM" run workloads/asm/matmul_bias_gelu.tasm --chip v5e
+echo "== the same layer compiled to the ISA and simulated on the SystemC TensorCore: tpusim run"
+"$TPUSIM" run workloads/hlo/transformer_layer_fwd.after_optimizations.hlo --chip v5e
+echo
+echo "== what XLA's optimizations buy on this chip: tpusim compare (before vs after)"
+"$TPUSIM" compare workloads/hlo/transformer_layer_fwd.before_optimizations.hlo \
+  workloads/hlo/transformer_layer_fwd.after_optimizations.hlo --chip v5e
