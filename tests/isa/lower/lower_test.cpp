@@ -335,6 +335,47 @@ TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV6e) {
   ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
 }
 
+// The compute/memory crossover of x[B,D] @ W[D,F] (bf16, D = F = 4096) on v5e:
+// the memory-bound asymptote T(B small) ~ W's bytes / HBM and the
+// compute-bound slope T(B large) / B ~ 2DF / peak meet at
+//   B* = (2DF / HBM) / (2DF / peak) = peak / HBM = 196.6e12 / 819e9 = 240,
+// the chip's critical arithmetic intensity (scaling book A2). The simulated
+// asymptotes must put B* there within 10%.
+TEST(LowerSim, ComputeMemoryCrossoverAtTheCriticalIntensityOnV5e) {
+  const ChipConfig c = chip("v5e");
+  const auto simulated = [&](std::int64_t b) {
+    const std::string text = "HloModule x\nENTRY e {\n  a = bf16[" + std::to_string(b) +
+                             ",4096] parameter(0)\n  w = bf16[4096,4096] parameter(1)\n  ROOT d = bf16[" +
+                             std::to_string(b) +
+                             ",4096] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+    std::string error;
+    auto out = run_isolated(
+        [&]() -> std::string {
+          auto m = hlo::parse_hlo_module(text, "x.hlo");
+          if (!m.ok()) return "error";
+          auto l = lower_module(**m, c);
+          if (!l.ok()) return "error";
+          auto r = simulate(c, l->program);
+          if (!r.ok() || !r->finished) return "error";
+          std::ostringstream os;
+          os.precision(17);
+          os << r->seconds;
+          return os.str();
+        },
+        error);
+    EXPECT_TRUE(out && *out != "error") << error;
+    return out && *out != "error" ? std::stod(*out) : 0.0;
+  };
+  const double t_mem = simulated(16), t_big = simulated(2048);
+  ASSERT_GT(t_mem, 0);
+  ASSERT_GT(t_big, 0);
+  const double crossover = t_mem / (t_big / 2048.0);
+  const double critical = derive(c).critical_intensity_flops_per_byte;
+  std::printf("crossover B* = %.1f, critical intensity %.1f FLOP/B\n", crossover, critical);
+  EXPECT_NEAR(critical, 240.0, 1.0);
+  EXPECT_NEAR(crossover, critical, 0.10 * critical);
+}
+
 std::vector<std::filesystem::path> corpus() {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path dir = std::filesystem::path(TPUSIM_SHARED_DIR) / "refs/hlo-corpus/files";
