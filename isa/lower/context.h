@@ -54,6 +54,8 @@ class Ctx {
 
   // ---- emission ----
   void set_provenance(std::string_view label) { prov_ = prog.strings.intern(label); }
+  [[nodiscard]] std::uint32_t provenance_id() const { return prov_; }
+  void set_provenance_id(std::uint32_t id) { prov_ = id; }
   template <typename Op>
   void emit(Op op) {
     prog.code.push_back(isa::Instruction{isa::Op(std::move(op)), prov_, {}});

@@ -66,6 +66,7 @@ class Lowerer {
     }
     auto r = lower_computation(*entry, params, true);
     if (!r.ok()) return r.errors();
+    wait_all_async();
     return true;
   }
 
@@ -419,6 +420,7 @@ class Lowerer {
       case Opcode::kAllReduceDone:
       case Opcode::kCollectivePermuteDone:
       case Opcode::kAsyncUpdate:
+        if (op != Opcode::kAsyncUpdate && x.operand_count() > 0) wait_async(*x.operand(0));
         if (auto it = async_.find(x.operand_count() ? x.operand(0) : nullptr); it != async_.end()) {
           vals_[&x] = it->second;
         } else {
@@ -431,6 +433,7 @@ class Lowerer {
         free_note("no data movement (layout-preserving or async completion)");
         return true;
       case Opcode::kAsyncDone: {
+        if (x.operand_count() > 0) wait_async(*x.operand(0));
         if (auto it = async_.find(x.operand(0)); it != async_.end()) {
           vals_[&x] = it->second;
         } else {
@@ -488,7 +491,11 @@ class Lowerer {
         if (callee == nullptr) break;
         std::vector<Value> ps;
         for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
+        // Collectives of the wrapped computation complete at the async-done.
+        const Instruction* outer = async_start_;
+        async_start_ = &x;
         auto r = lower_computation(*callee, ps, false);
+        async_start_ = outer;
         if (!r.ok()) return r.errors();
         async_[&x] = *r;
         vals_[&x] = c_.hbm_value(x.name(), x.shape());
@@ -654,7 +661,12 @@ class Lowerer {
       groups.id = static_cast<std::uint32_t>(c_.prog.replica_groups.size());
       c_.prog.replica_groups.push_back(std::move(g));
     }
-    const isa::SemRef sem = c_.sem("ici");
+    // A -start (or a collective inside async-start) completes at its -done:
+    // its own semaphore, waited there, so the ops scheduled in between overlap.
+    const bool start_form = op == Opcode::kAllReduceStart || op == Opcode::kAllGatherStart ||
+                            op == Opcode::kCollectivePermuteStart;
+    const Instruction* owner = start_form ? &x : async_start_;
+    const isa::SemRef sem = owner != nullptr ? c_.sem("ici." + std::string(owner->name())) : c_.sem("ici");
     std::int64_t n = 0;
     const std::size_t k = ins.size();
     const std::size_t skip = out.leaves.size() > k ? out.leaves.size() - k : 0;
@@ -670,6 +682,14 @@ class Lowerer {
       c_.emit(isa::Collective{kind, c_.whole(dst.buffer), c_.whole(src.buffer), groups, sem});
       ++n;
     }
+    if (owner != nullptr) {
+      Pending& p = pending_for(owner);
+      p.sem = sem;
+      p.count += n;
+      p.provenance = c_.prog.code.empty() ? 0 : c_.prog.code.back().provenance;
+      c_.note(x, NoteKind::kLowered, "collective instruction(s), waited at the matching -done");
+      return;
+    }
     c_.wait(sem, n);
     c_.note(x, NoteKind::kLowered, "collective instruction(s)");
   }
@@ -677,6 +697,39 @@ class Lowerer {
   Ctx& c_;
   std::unordered_map<const Instruction*, Value> vals_;
   std::unordered_map<const Instruction*, Value> async_;
+  // Collectives issued by a -start / async-start and not yet waited on.
+  struct Pending {
+    isa::SemRef sem;
+    std::int64_t count = 0;
+    std::uint32_t provenance = 0;  // the collective's label: the wait is its exposed time
+  };
+  std::vector<std::pair<const Instruction*, Pending>> pending_;  // in issue order
+  Pending& pending_for(const Instruction* start) {
+    for (auto& [k, p] : pending_) {
+      if (k == start) return p;
+    }
+    return pending_.emplace_back(start, Pending{}).second;
+  }
+  const Instruction* async_start_ = nullptr;  // the async-start being inlined
+
+ public:
+  // Waits at a -done for the collectives its -start issued.
+  void wait_async(const Instruction& start) {
+    auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& e) { return e.first == &start; });
+    if (it == pending_.end()) return;
+    const Pending p = it->second;
+    pending_.erase(it);
+    const std::uint32_t saved = c_.provenance_id();
+    c_.set_provenance_id(p.provenance);
+    c_.wait(p.sem, p.count);
+    c_.set_provenance_id(saved);
+  }
+  // Waits for every collective whose -done never came (malformed schedules).
+  void wait_all_async() {
+    while (!pending_.empty()) wait_async(*pending_.front().first);
+  }
+
+ private:
   int loop_depth_ = 0;
   std::string top_name_;  // the entry-computation instruction being lowered
 };
