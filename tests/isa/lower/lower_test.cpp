@@ -335,6 +335,28 @@ TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV6e) {
   ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
 }
 
+// Lowers and simulates an HLO module in a forked child (one SystemC
+// elaboration per process); its simulated seconds, or 0 with a failure.
+double simulated_seconds(const std::string& text, const ChipConfig& c) {
+  std::string error;
+  auto out = run_isolated(
+      [&]() -> std::string {
+        auto m = hlo::parse_hlo_module(text, "module.hlo");
+        if (!m.ok()) return "error";
+        auto l = lower_module(**m, c);
+        if (!l.ok()) return "error";
+        auto r = simulate(c, l->program);
+        if (!r.ok() || !r->finished) return "error";
+        std::ostringstream os;
+        os.precision(17);
+        os << r->seconds;
+        return os.str();
+      },
+      error);
+  EXPECT_TRUE(out && *out != "error") << error;
+  return out && *out != "error" ? std::stod(*out) : 0.0;
+}
+
 // The compute/memory crossover of x[B,D] @ W[D,F] (bf16, D = F = 4096) on v5e:
 // the memory-bound asymptote T(B small) ~ W's bytes / HBM and the
 // compute-bound slope T(B large) / B ~ 2DF / peak meet at
@@ -344,27 +366,11 @@ TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV6e) {
 TEST(LowerSim, ComputeMemoryCrossoverAtTheCriticalIntensityOnV5e) {
   const ChipConfig c = chip("v5e");
   const auto simulated = [&](std::int64_t b) {
-    const std::string text = "HloModule x\nENTRY e {\n  a = bf16[" + std::to_string(b) +
-                             ",4096] parameter(0)\n  w = bf16[4096,4096] parameter(1)\n  ROOT d = bf16[" +
-                             std::to_string(b) +
-                             ",4096] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
-    std::string error;
-    auto out = run_isolated(
-        [&]() -> std::string {
-          auto m = hlo::parse_hlo_module(text, "x.hlo");
-          if (!m.ok()) return "error";
-          auto l = lower_module(**m, c);
-          if (!l.ok()) return "error";
-          auto r = simulate(c, l->program);
-          if (!r.ok() || !r->finished) return "error";
-          std::ostringstream os;
-          os.precision(17);
-          os << r->seconds;
-          return os.str();
-        },
-        error);
-    EXPECT_TRUE(out && *out != "error") << error;
-    return out && *out != "error" ? std::stod(*out) : 0.0;
+    return simulated_seconds("HloModule x\nENTRY e {\n  a = bf16[" + std::to_string(b) +
+                                 ",4096] parameter(0)\n  w = bf16[4096,4096] parameter(1)\n  ROOT d = bf16[" +
+                                 std::to_string(b) +
+                                 ",4096] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+                             c);
   };
   const double t_mem = simulated(16), t_big = simulated(2048);
   ASSERT_GT(t_mem, 0);
@@ -416,26 +422,7 @@ ENTRY e {
   }
   EXPECT_LT(collective_at, last_eup);
   EXPECT_GT(wait_at, last_eup);
-  const auto run = [&](const std::string& text) {
-    std::string error;
-    auto out = run_isolated(
-        [&]() -> std::string {
-          auto m = hlo::parse_hlo_module(text, "a.hlo");
-          if (!m.ok()) return "error";
-          auto l = lower_module(**m, c);
-          if (!l.ok()) return "error";
-          auto r = simulate(c, l->program);
-          if (!r.ok() || !r->finished) return "error";
-          std::ostringstream os;
-          os.precision(17);
-          os << r->seconds;
-          return os.str();
-        },
-        error);
-    EXPECT_TRUE(out && *out != "error") << error;
-    return out && *out != "error" ? std::stod(*out) : 0.0;
-  };
-  const double t_async = run(async_text), t_sync = run(sync_text);
+  const double t_async = simulated_seconds(async_text, c), t_sync = simulated_seconds(sync_text, c);
   const double collective = 16.0 * 1024 * 1024 / (4 * 45e9 * c.ici.link_efficiency);
   std::printf("async %.1f us, sync %.1f us, collective ~%.1f us\n", t_async * 1e6, t_sync * 1e6, collective * 1e6);
   // Overlapped: shorter than the synchronous run by most of the collective.

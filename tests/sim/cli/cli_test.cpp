@@ -1,5 +1,6 @@
 // The CLI as a user sees it: exit codes, help, config commands.
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_harness.h"
 
 #include <cstdio>
 #include <fstream>
@@ -18,18 +19,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome tpusim(std::vector<std::string> args) {
-  args.insert(args.begin(), "tpusim");
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::Outcome;
+using testing::tpusim;
 
 TEST(Cli, VersionAndHelpExitZero) {
   EXPECT_EQ(tpusim({"--version"}).code, kOk);

@@ -16,6 +16,7 @@
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_harness.h"
 #include "sim/cli/config_command.h"
 
 namespace tpusim::cli {
@@ -24,39 +25,12 @@ namespace {
 using ::testing::HasSubstr;
 const std::string kSrc = TPUSIM_SOURCE_DIR;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
+using testing::tpusim;
 
-Outcome tpusim(std::vector<std::string> args) {
-  args.insert(args.begin(), "tpusim");
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::binary;
 
-// The real executable; stdout captured, stderr to a file.
-Outcome binary(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "tpusim_stderr.txt";
-  FILE* p = ::popen((std::string(TPUSIM_BINARY) + " " + args + " 2>" + err_file).c_str(), "r");
-  std::string out;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = ::pclose(p);
-  std::ifstream e(err_file);
-  std::stringstream es;
-  es << e.rdbuf();
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, es.str()};
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing::write_temp;
 
 // A 10-iteration while loop around tanh of 256x256 f32 (as in the lowering
 // tests), plus an add outside the loop.

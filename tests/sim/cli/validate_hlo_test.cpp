@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_harness.h"
 
 namespace tpusim::cli {
 namespace {
@@ -14,24 +15,10 @@ namespace {
 using ::testing::HasSubstr;
 const std::string kSrc = TPUSIM_SOURCE_DIR;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
+using testing::tpusim;
 
-Outcome tpusim(std::vector<std::string> args) {
-  args.insert(args.begin(), "tpusim");
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing::write_temp;
 
 const std::string kMatvec = kSrc + "/tests/validation/refs/hlo/sb_matvec_b8.hlo";
 

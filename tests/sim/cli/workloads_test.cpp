@@ -8,24 +8,15 @@
 #include <sys/wait.h>
 
 #include "sim/cli/cli.h"
+#include "tests/sim/cli/cli_harness.h"
 
 namespace tpusim::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome tpusim(std::vector<std::string> args) {
-  args.insert(args.begin(), "tpusim");
-  std::ostringstream out, err;
-  const int code = run(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using testing::Outcome;
+using testing::tpusim;
 
 std::vector<fs::path> files(const std::string& dir, const std::string& ext) {
   std::vector<fs::path> out;
