@@ -56,6 +56,20 @@ for r in c["rows"]:
                  f"{r['msg_bytes']:.0f} | {1e6*r['ref_time_s']:.3f} | {1e6*r['tpusim_time_s']:.3f} | "
                  f"{100*r['error']:+.2f}% | {100*r['tolerance']:.0f}% | {'pass' if ok else 'FAIL'} |")
 
+pc = json.load(open(os.path.join(out_dir, "validate_published_collectives.json")))
+lines += ["", "## Collectives against the scaling book's published figures", "",
+          "Reference: `tests/validation/refs/published_collectives.csv`: the worked example and formulas of the",
+          "JAX scaling book (modelling_rules.md A4, A7-A10) on v5e-like links. The book drops (N-1)/N and the",
+          "per-hop latency; tolerance 5% (10% for all-to-all).", "",
+          "| collective | topology | wrap | bytes | published us | tpusim us | error | tol | pass |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+for r in pc["rows"]:
+    ok = r["within_tolerance"]
+    failed += 0 if ok else 1
+    lines.append(f"| {r['collective']} | {r['topology']} | {str(r['wraparound']).lower()} | {r['msg_bytes']:.0f} | "
+                 f"{1e6*r['ref_time_s']:.3f} | {1e6*r['tpusim_time_s']:.3f} | {100*r['error']:+.2f}% | "
+                 f"{100*r['tolerance']:.0f}% | {'pass' if ok else 'FAIL'} |")
+
 st = json.load(open(os.path.join(out_dir, "validate_step.json")))
 lines += ["", "## Step time of HLO modules against published rules", "",
           "Reference: `tests/validation/refs/step.csv`: the JAX scaling book's roofline rules evaluated with the",
