@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz the parsers with libFuzzer: the HLO parser for FUZZ_SECONDS (default
 # 60), seeded with the shared HLO corpus (copied to a temp dir, never into the
-# repo); the .tasm assembler + verifier and the chip YAML loader for a quarter
-# of that each, seeded with workloads/asm and configs/chips. Exits non-zero if
+# repo); the .tasm assembler + verifier, the chip YAML loader and the sweep
+# spec parser for a quarter of that each, seeded with workloads/asm,
+# configs/chips and configs/sweeps. Exits non-zero if
 # a fuzzer finds a crash; the input is left in build-fuzz/crash-<target>-*.
 # A longer run: FUZZ_SECONDS=3600 scripts/fuzz.sh
 set -euo pipefail
@@ -15,7 +16,7 @@ JOBS="${JOBS:-2}"
 
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DTPUSIM_BUILD_FUZZ=ON -DTPUSIM_BUILD_BENCH=OFF >/dev/null
-ninja -C "$BUILD" -j"$JOBS" hlo_parser_fuzz tasm_fuzz config_fuzz
+ninja -C "$BUILD" -j"$JOBS" hlo_parser_fuzz tasm_fuzz config_fuzz sweep_spec_fuzz
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -35,10 +36,13 @@ fi
 
 # The assembler/verifier and the config loader, each from its shipped inputs.
 SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))
-mkdir -p "$WORK/tasm" "$WORK/yaml"
+mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep"
 cp "$ROOT"/workloads/asm/*.tasm "$WORK/tasm/"
 cp "$ROOT"/configs/chips/*.yaml "$WORK/yaml/"
+cp "$ROOT"/configs/sweeps/*.yaml "$WORK/sweep/"
 "$BUILD/tests/fuzz/tasm_fuzz" -max_total_time="$SHORT" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$BUILD/crash-tasm-" "$WORK/tasm"
 "$BUILD/tests/fuzz/config_fuzz" -max_total_time="$SHORT" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$BUILD/crash-config-" "$WORK/yaml"
+"$BUILD/tests/fuzz/sweep_spec_fuzz" -max_total_time="$SHORT" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$BUILD/crash-sweep-" "$WORK/sweep"
