@@ -69,6 +69,11 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   run_cmd->add_option("--trace-merge-us", run_opt.trace_merge_us,
                       "Merge consecutive same-op slices on a track closer than this (microseconds)")
       ->capture_default_str();
+  // Multi-chip SPMD runs (issue 7; docs/spmd.md).
+  run_cmd->add_option("--system", run_opt.system, "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology)")
+      ->type_name("AxBxC");
+  run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
+      ->type_name("MODE");
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");

@@ -11,6 +11,8 @@ namespace tpusim::cli {
 struct RunOptions {
   std::string trace_path;  // --trace FILE
   double trace_merge_us = 0;
+  std::string system;  // --system 4x4x4: sets system.topology ("" = the config's)
+  std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)
 };
 
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
