@@ -107,6 +107,7 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
   for (interconnect::LinkId l = 0; l < topology_.num_links(); ++l) {
     const interconnect::LinkInfo& info = topology_.link(l);
     if (info.kind == interconnect::LinkKind::kIci) {
+      if (info.to < 0) continue;  // the end of an axis without wraparound: no link
       const auto a = static_cast<size_t>(info.axis);
       t.axis_busy_s[a] += net.link_busy_seconds(l);
       t.axis_links[a] += 1;

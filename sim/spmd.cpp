@@ -124,6 +124,7 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   for (interconnect::LinkId l = 0; l < timer.topology().num_links(); ++l) {
     const auto& info = timer.topology().link(l);
     if (info.kind == interconnect::LinkKind::kIci) {
+      if (info.to < 0) continue;  // the end of an axis without wraparound: no link
       axis_links[static_cast<size_t>(info.axis)] += 1;
     } else {
       dcn_ports += 1;
