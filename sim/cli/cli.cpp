@@ -7,6 +7,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/config_command.h"
+#include "sim/cli/scale_command.h"
 #include "sim/cli/sweep_command.h"
 
 namespace tpusim::cli {
@@ -133,7 +134,13 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
   scale->add_option("input", input, "model.hlo")->required();
   add_common_options(*scale, opt);
-  scale->callback([&] { action = not_built("scale", 7, err); });
+  ScaleOptions scale_opt;
+  scale->add_option("--systems", scale_opt.systems, "System shapes to run, e.g. 2x2,4x4,8x8")
+      ->type_name("LIST")
+      ->required();
+  scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
+      ->type_name("MODE");
+  scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });
 
   auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");
   config->require_subcommand(1);

@@ -40,7 +40,8 @@ bool read_text(const std::string& path, std::string& text, std::ostream& err) {
   return true;
 }
 
-// "4x4x4" -> "[4,4,4]"; empty on a malformed value.
+}  // namespace
+
 std::string system_to_yaml_list(const std::string& text) {
   std::string list = "[";
   std::size_t pos = 0;
@@ -59,6 +60,8 @@ std::string system_to_yaml_list(const std::string& text) {
   if (axes > 3) return {};
   return list + "]";
 }
+
+namespace {
 
 // Loads the chip config with --system applied as system.topology; errors
 // about that key name the flag.

@@ -15,6 +15,10 @@ struct RunOptions {
   std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)
 };
 
+// "4x4x4" -> "[4,4,4]" (the YAML list for system.topology); "" when the text
+// is not 1 to 3 positive extents joined by 'x'.
+std::string system_to_yaml_list(const std::string& text);
+
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
             std::ostream& err);
 int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);

@@ -1,4 +1,5 @@
 // `tpusim run --system … [--mode …]`: multi-chip runs as a user sees them.
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,43 @@ TEST(CliSpmd, GroupsLargerThanTheSystemFailNamingTheInstruction) {
   EXPECT_EQ(r.code, kFailure);
   EXPECT_THAT(r.err, HasSubstr("all-reduce.1"));
   EXPECT_THAT(r.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
+}
+
+TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
+  // An all-reduce of V = 16 MiB over every chip of a v5e line (no
+  // wraparound stated), w = 4.5e10: 2·(N-1)/N·V/w + 2·(N-1) hops of 1 us:
+  // N=2 374.8 us, N=4 565.2 us, N=8 666.4 us; efficiency t(2)/t(N).
+  const std::string path = ::testing::TempDir() + "scale_allreduce.tasm";
+  std::ofstream(path) << ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+                         "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  const auto r = tpusim({"scale", path, "--chip", "v5e", "--systems", "2,4,8", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  const double v = 16777216.0;
+  const double t[3] = {v / 4.5e10 + 2e-6, 1.5 * v / 4.5e10 + 6e-6, 1.75 * v / 4.5e10 + 14e-6};
+  for (int i = 0; i < 3; ++i) {
+    const auto& row = j["rows"][static_cast<size_t>(i)];
+    EXPECT_EQ(row["chips"], 2 << i);
+    EXPECT_NEAR(row["step_time_s"].get<double>(), t[i], 0.05 * t[i]);
+    EXPECT_NEAR(row["scaling_efficiency"].get<double>(), t[0] / t[i], 0.05);
+    EXPECT_EQ(row["bound"], "communication");
+  }
+  const auto text = tpusim({"scale", path, "--chip", "v5e", "--systems", "2,4"});
+  EXPECT_EQ(text.code, kOk) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("efficiency"));
+}
+
+TEST(CliSpmd, ScaleFlagErrorsAndFailedSizes) {
+  const auto bad = tpusim({"scale", kTp8, "--systems", "4x4,4x"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--systems: error: '4x' is not a system shape"));
+  EXPECT_EQ(tpusim({"scale", kTp8}).code, kUsageError);  // --systems is required
+  // tp8 needs 8 chips: the 2x2 row fails (exit 1) and says why.
+  const auto small = tpusim({"scale", kTp8, "--chip", "v5p", "--systems", "2x2"});
+  EXPECT_EQ(small.code, kFailure);
+  EXPECT_THAT(small.err, HasSubstr("--systems 2x2:"));
+  EXPECT_THAT(small.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
 }
 
 }  // namespace

@@ -1,0 +1,20 @@
+// `tpusim scale model.hlo --systems 2x2,4x4,8x8`: the same SPMD program on
+// several system sizes (docs/spmd.md, "Scaling studies").
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "sim/cli/cli.h"
+
+namespace tpusim::cli {
+
+struct ScaleOptions {
+  std::string systems;  // "2x2,4x4,8x8"
+  std::string mode;     // "" | full | symmetric
+};
+
+int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOptions& s, std::ostream& out,
+              std::ostream& err);
+
+}  // namespace tpusim::cli
