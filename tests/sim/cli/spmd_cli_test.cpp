@@ -1,4 +1,5 @@
 // `tpusim run --system … [--mode …]`: multi-chip runs as a user sees them.
+#include <cstdlib>
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -131,6 +132,44 @@ TEST(CliSpmd, ScaleFlagErrorsAndFailedSizes) {
   EXPECT_EQ(small.code, kFailure);
   EXPECT_THAT(small.err, HasSubstr("--systems 2x2:"));
   EXPECT_THAT(small.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(SpmdGenerator, ReproducesTheShippedTp8LayerAndEmitsMeshGroups) {
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string tp8 = ::testing::TempDir() + "gen_tp8.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 1 --tp 8 -o " + tp8).c_str()), 0);
+  auto body = [](const std::string& text) { return text.substr(text.find("HloModule")); };
+  EXPECT_EQ(body(read_all(tp8)), body(read_all(kTp8)));
+
+  // A [2 data x 4 model] mesh: per-device batch 1, 8 heads, MLP 2752; the
+  // all-reduces run over the model groups {0..3} and {4..7}.
+  const std::string mesh = ::testing::TempDir() + "gen_dp2_tp4.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 2 --tp 4 -o " + mesh).c_str()), 0);
+  const std::string text = read_all(mesh);
+  EXPECT_THAT(text, HasSubstr("num_partitions=8"));
+  EXPECT_THAT(text, HasSubstr("bf16[4096,1024]{1,0} parameter(2), sharding={devices=[1,4,2]<=[2,4]T(1,0) "
+                              "last_tile_dim_replicate}"));
+  EXPECT_THAT(text, HasSubstr("replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_THAT(text, HasSubstr("bf16[4096,2752]"));
+  const auto r = tpusim({"run", mesh, "--chip", "v5e", "--system", "4x2", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  EXPECT_EQ(j["collectives"][0]["group_size"], 4);
+  EXPECT_EQ(j["collectives"][0]["count"], 2);
+  // x lines of 4 without wraparound, v5e w = 4.5e10: 2·3/4·V/w + 2·3 hops, V = 16 MiB.
+  const double expect = 1.5 * 16777216.0 / 4.5e10 + 6e-6;
+  EXPECT_NEAR(j["collectives"][0]["time_s"].get<double>(), expect, 0.05 * expect);
+
+  EXPECT_NE(std::system(("python3 " + gen + " --tp 3 -o /dev/null 2>/dev/null").c_str()), 0);
 }
 
 }  // namespace
