@@ -73,6 +73,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   // Multi-chip SPMD runs (issue 7; docs/spmd.md).
   run_cmd->add_option("--system", run_opt.system, "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology)")
       ->type_name("AxBxC");
+  run_cmd->add_flag("--wrap", run_opt.wrap, "Every axis of --system wraps around (a torus; default: system.wraparound)");
   run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
@@ -138,6 +139,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   scale->add_option("--systems", scale_opt.systems, "System shapes to run, e.g. 2x2,4x4,8x8")
       ->type_name("LIST")
       ->required();
+  scale->add_flag("--wrap", scale_opt.wrap, "Every axis of every shape wraps around (a torus)");
   scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });

@@ -61,12 +61,26 @@ std::string system_to_yaml_list(const std::string& text) {
   return list + "]";
 }
 
+std::string wrap_all_list(const std::string& yaml_list) {
+  std::string out = "[true";
+  for (char c : yaml_list) {
+    if (c == ',') out += ",true";
+  }
+  return out + "]";
+}
+
 namespace {
 
 // Loads the chip config with --system applied as system.topology; errors
 // about that key name the flag.
 bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, LoadedConfig& cfg, std::ostream& err) {
-  if (run.system.empty()) return load_chip(opt, cfg, err);
+  if (run.system.empty()) {
+    if (run.wrap) {
+      err << "--wrap: error: needs --system (it wraps every axis of that shape)\n";
+      return false;
+    }
+    return load_chip(opt, cfg, err);
+  }
   const std::string list = system_to_yaml_list(run.system);
   if (list.empty()) {
     err << fmt::format("--system: error: expected chips per axis like 8, 4x4 or 4x4x4 (1 to 3 axes, each >= 1), "
@@ -77,6 +91,7 @@ bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, Load
   CommonOptions with = opt;
   const std::string override_text = "system.topology=" + list;
   with.overrides.push_back(override_text);
+  if (run.wrap) with.overrides.push_back("system.wraparound=" + wrap_all_list(list));
   auto r = load_config(with.chip, with.overrides);
   if (!r.ok()) {
     std::vector<Diagnostic> ds = r.errors();

@@ -48,10 +48,11 @@ Result<isa::Program> load_program(const std::string& input, const ChipConfig& ch
 }
 
 // One system size, in a child process (one SystemC elaboration each).
-json run_point(const CommonOptions& opt, const std::string& input, const std::string& list,
+json run_point(const CommonOptions& opt, const std::string& input, const std::string& list, bool wrap,
                std::optional<SpmdMode> mode) {
   std::vector<std::string> sets = opt.overrides;
   sets.push_back("system.topology=" + list);
+  if (wrap) sets.push_back("system.wraparound=" + wrap_all_list(list));
   auto cfg = load_config(opt.chip, sets);
   if (!cfg.ok()) return json{{"error", format_all(cfg.errors())}};
   auto prog = load_program(input, cfg->chip);
@@ -137,7 +138,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   std::int64_t first_chips = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     std::string error;
-    auto text = run_isolated([&] { return run_point(opt, input, lists[i], mode).dump(); }, error);
+    auto text = run_isolated([&] { return run_point(opt, input, lists[i], s.wrap, mode).dump(); }, error);
     json row = text ? json::parse(*text) : json{{"error", error}};
     row["shape"] = shapes[i];
     if (row.contains("error")) {

@@ -55,8 +55,7 @@ TEST(CliSpmd, ShardedLayerOnEightChipsReportsModeChipsAndCollectives) {
 }
 
 TEST(CliSpmd, TextReportHasSystemLineAxisUseAndCollectiveTable) {
-  const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "8", "--mode", "symmetric",
-                         "--set", "system.wraparound=[true]"});
+  const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "8", "--mode", "symmetric", "--wrap"});
   ASSERT_EQ(r.code, kOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("system       8 torus, 8 chips, symmetric mode (1 simulated)"));
   EXPECT_THAT(r.out, HasSubstr("ICI x"));
@@ -88,6 +87,9 @@ TEST(CliSpmd, BadSystemAndModeFlagsAreUsageErrorsNamingTheFlag) {
   bad = tpusim({"run", kTp8, "--system", "8", "--mode", "fast"});
   EXPECT_EQ(bad.code, kUsageError);
   EXPECT_THAT(bad.err, HasSubstr("--mode: error: expected full or symmetric, got 'fast'"));
+  bad = tpusim({"run", kTp8, "--wrap"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--wrap: error: needs --system"));
 }
 
 TEST(CliSpmd, GroupsLargerThanTheSystemFailNamingTheInstruction) {
