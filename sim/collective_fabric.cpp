@@ -91,8 +91,8 @@ void CollectiveFabric::record(std::uint64_t ordinal, const CollectiveTiming& t, 
   rows_.push_back(CollectiveRow{op, bytes, t.group_size, t.algorithm, t.bound, t.seconds, 1});
 }
 
-Result<double> CollectiveFabric::run(std::int64_t device, const isa::Program& program, std::uint32_t pc,
-                                     const std::string& where) {
+Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, const isa::Program& program,
+                                                         std::uint32_t pc, const std::string& where) {
   auto fail = [&](const std::string& message) {
     // `where` already names file:line:column of the instruction.
     return Diagnostic{program.file, 0, 0, fmt::format("{}: {}", where, message), ""};
@@ -128,7 +128,7 @@ Result<double> CollectiveFabric::run(std::int64_t device, const isa::Program& pr
   const double now = sc_core::sc_time_stamp().to_seconds();
   const std::uint64_t ordinal = ordinal_[static_cast<size_t>(device)]++;
   record(ordinal, *timing, kind, req.bytes);
-  if (mode_ == SpmdMode::kSymmetric) return now + timing->seconds;
+  if (mode_ == SpmdMode::kSymmetric) return Ticket{now + timing->seconds, {}};
 
   Instance& inst = pending_[{ordinal, gi}];
   if (inst.expected == 0) {
@@ -150,9 +150,18 @@ Result<double> CollectiveFabric::run(std::int64_t device, const isa::Program& pr
     inst.completion = inst.last_issue + timing->seconds;
     inst.done->notify(sc_core::SC_ZERO_TIME);
   }
+  return Ticket{-1, {ordinal, gi}};
+}
+
+double CollectiveFabric::wait(const Ticket& ticket) {
+  if (ticket.completion >= 0) return ticket.completion;
+  // Nothing on this stack owns heap memory: a member that never arrives
+  // leaves this coroutine suspended forever (never unwound).
+  const auto it = pending_.find(ticket.instance);
+  Instance& inst = it->second;
   while (inst.completion < 0) sc_core::wait(*inst.done);
   const double completion = inst.completion;
-  if (++inst.consumed == inst.expected) pending_.erase({ordinal, gi});
+  if (++inst.consumed == inst.expected) pending_.erase(it);
   return completion;
 }
 

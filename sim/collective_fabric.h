@@ -46,11 +46,19 @@ class CollectiveFabric {
  public:
   CollectiveFabric(SpmdMode mode, CollectiveTimer& timer);
 
+  // What issue() hands back: the completion time (symmetric mode, or
+  // completion < 0 and the instance to wait() for (full mode).
+  struct Ticket {
+    double completion = -1;
+    std::pair<std::uint64_t, std::int64_t> instance{};
+  };
   // Called from `device`'s ICI unit thread at the current simulated time for
   // the collective at program.code[pc]; `where` names it for messages.
-  // Returns the absolute completion time in seconds. Full mode waits here
-  // until every member of the group has issued it.
-  Result<double> run(std::int64_t device, const isa::Program& program, std::uint32_t pc, const std::string& where);
+  Result<Ticket> issue(std::int64_t device, const isa::Program& program, std::uint32_t pc, const std::string& where);
+  // The absolute completion time in seconds; in full mode waits (SystemC)
+  // until every member of the group has issued it. Split from issue() so the
+  // caller holds no heap-owning temporaries while it waits.
+  double wait(const Ticket& ticket);
 
   [[nodiscard]] SpmdMode mode() const { return mode_; }
   [[nodiscard]] std::int64_t num_devices() const { return timer_.num_devices(); }

@@ -437,14 +437,20 @@ void TensorCore::run_unit(Unit& u) {
 
 TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
   const double t = now();
-  u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
-  auto done = spmd_.fabric->run(spmd_.device, program_, d.pc, where(d.pc));
-  u.waiting = {};
-  if (!done.ok()) {
-    error_ = done.errors().front().message;
-    return {};
+  CollectiveFabric::Ticket ticket;
+  {
+    auto issued = spmd_.fabric->issue(spmd_.device, program_, d.pc, where(d.pc));
+    if (!issued.ok()) {
+      error_ = issued.errors().front().message;
+      return {};
+    }
+    ticket = *issued;
   }
-  const double rel = std::max(*done - t, cycle_s_);
+  // (No heap-owning locals from here: a deadlocked member never returns.)
+  u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
+  const double done = spmd_.fabric->wait(ticket);
+  u.waiting = {};
+  const double rel = std::max(done - t, cycle_s_);
   return Exec{0, rel, rel, rel};
 }
 
