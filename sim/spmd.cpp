@@ -142,6 +142,16 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
                                dcn_ports > 0 && step > 0 ? fabric.dcn_busy_s() / static_cast<double>(dcn_ports) / step
                                                          : 0.0});
   }
+  // The same figures in the stats registry (stats.json), under system.*.
+  result.stats.add("system.chips", "count", "chips in the system").value = static_cast<double>(n);
+  result.stats.add("system.network_runs", "count", "distinct collectives simulated on the network").value =
+      static_cast<double>(out.network_runs);
+  for (const AxisUse& a : out.axes) {
+    result.stats.add("system.ici." + a.axis + ".busy_s", "s", "link busy time summed over the axis' links").value =
+        a.busy_s;
+    result.stats.add("system.ici." + a.axis + ".utilization", "ratio", "busy / links / step time").value =
+        a.utilization;
+  }
   if (trace) trace->finish();
   return out;
 }

@@ -50,6 +50,8 @@ json run_spmd(const std::string& preset, const std::vector<std::string>& sets, c
         j["chips"] = r->chips;
         j["blocked"] = r->sim.blocked;
         j["network_runs"] = r->network_runs;
+        j["stat_runs"] = r->sim.stats.value("system.network_runs");
+        j["stat_x_busy"] = r->sim.stats.value("system.ici.x.busy_s");
         for (const auto& c : r->chip_times) {
           j["times"].push_back({c.seconds, c.compute_s, c.communication_s, c.exposed_s});
         }
@@ -185,7 +187,14 @@ TEST(Spmd, RepeatedCollectivesAreSimulatedOnTheNetworkOnce) {
   const json j = run_spmd("v5e", kRing8, {prog}, SpmdMode::kSymmetric);
   step_of(j);
   EXPECT_EQ(j["network_runs"], 1);
+  EXPECT_EQ(j["stat_runs"], 1.0);
   EXPECT_EQ(j["rows"][0]["count"], 20);
+  // Link busy time counts every execution: per all-reduce on a ring of 8,
+  // each chip receives 2·(N-1)/N·V over one link per byte (V = 128 KiB here),
+  // so the x links are busy 8 · 2 · 7/8 · V / w summed; times 20.
+  const double v = 64.0 * 1024 * 2;
+  EXPECT_NEAR(j["stat_x_busy"].get<double>(), 20 * 8 * 2 * 7.0 / 8.0 * v / 4.5e10,
+              0.02 * 20 * 8 * 2 * 7.0 / 8.0 * v / 4.5e10);
   EXPECT_NEAR(step_of(j), 20 * j["rows"][0]["time"].get<double>(), 0.02 * step_of(j));
 }
 
