@@ -122,6 +122,25 @@ TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
   const auto text = tpusim({"scale", path, "--chip", "v5e", "--systems", "2,4"});
   EXPECT_EQ(text.code, kOk) << text.err;
   EXPECT_THAT(text.out, HasSubstr("efficiency"));
+
+  // scripts/plot_scale.py turns the JSON into an SVG: one bar per size.
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string json_path = ::testing::TempDir() + "scale.json";
+  const std::string svg_path = ::testing::TempDir() + "scale.svg";
+  std::ofstream(json_path) << r.out;
+  ASSERT_EQ(std::system(("python3 " + std::string(TPUSIM_SOURCE_DIR) + "/scripts/plot_scale.py " + json_path + " " +
+                         svg_path)
+                            .c_str()),
+            0);
+  std::ifstream svg(svg_path);
+  std::stringstream ss;
+  ss << svg.rdbuf();
+  const std::string s = ss.str();
+  EXPECT_THAT(s, HasSubstr("<svg"));
+  std::size_t bars = 0;
+  for (std::size_t at = s.find("<rect"); at != std::string::npos; at = s.find("<rect", at + 1)) ++bars;
+  EXPECT_EQ(bars, 3u);
+  EXPECT_THAT(s, HasSubstr("8 (8)"));
 }
 
 TEST(CliSpmd, ScaleFlagErrorsAndFailedSizes) {
