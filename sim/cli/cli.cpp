@@ -133,13 +133,14 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare->callback([&] { action = not_built("compare", 6, err); });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
-  scale->add_option("input", input, "model.hlo")->required();
+  scale->add_option("input", input, "model.hlo, or model.{chips}.hlo for one module per size")->required();
   add_common_options(*scale, opt);
   ScaleOptions scale_opt;
   scale->add_option("--systems", scale_opt.systems, "System shapes to run, e.g. 2x2,4x4,8x8")
       ->type_name("LIST")
       ->required();
   scale->add_flag("--wrap", scale_opt.wrap, "Every axis of every shape wraps around (a torus)");
+  scale->add_flag("--strong", scale_opt.strong, "Efficiency as strong scaling: t1*chips1 / (t*chips) (default: weak, t1/t)");
   scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });

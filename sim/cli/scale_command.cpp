@@ -124,12 +124,25 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
     }
     lists.push_back(list);
   }
+  // One module for every size, or one per size: "{chips}" in the file name
+  // is replaced by the size's chip count (model.{chips}.hlo -> model.64.hlo).
+  std::vector<std::string> inputs;
+  for (const auto& list : lists) {
+    std::int64_t chips = 1;
+    for (const auto& part : split_commas(list.substr(1, list.size() - 2))) chips *= std::stoll(part);
+    std::string path = input;
+    if (const auto at = path.find("{chips}"); at != std::string::npos) path.replace(at, 7, std::to_string(chips));
+    inputs.push_back(path);
+  }
   // Fail early on a bad chip, override or input file, once, before forking.
   LoadedConfig cfg;
   if (!load_chip(opt, cfg, err)) return kUsageError;
-  if (auto p = load_program(input, cfg.chip); !p.ok()) {
-    err << format_all(p.errors());
-    return kUsageError;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i > 0 && inputs[i] == inputs[i - 1]) continue;
+    if (auto p = load_program(inputs[i], cfg.chip); !p.ok()) {
+      err << format_all(p.errors());
+      return kUsageError;
+    }
   }
 
   json rows = json::array();
@@ -138,9 +151,10 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   std::int64_t first_chips = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     std::string error;
-    auto text = run_isolated([&] { return run_point(opt, input, lists[i], s.wrap, mode).dump(); }, error);
+    auto text = run_isolated([&] { return run_point(opt, inputs[i], lists[i], s.wrap, mode).dump(); }, error);
     json row = text ? json::parse(*text) : json{{"error", error}};
     row["shape"] = shapes[i];
+    row["program"] = inputs[i];
     if (row.contains("error")) {
       failed = true;
     } else {
@@ -149,18 +163,23 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
         first_step = step;
         first_chips = row["chips"].get<std::int64_t>();
       }
-      // The program's per-chip work is fixed (extra chips run data-parallel
-      // copies of the replica groups): weak scaling, efficiency = t_first / t.
-      row["scaling_efficiency"] = step > 0 ? first_step / step : 0.0;
+      // Weak scaling (the per-chip work is fixed; extra chips run
+      // data-parallel copies): efficiency = t_first / t. Strong scaling (one
+      // global problem split over more chips): t_first·chips_first / (t·chips).
+      const auto chips = static_cast<double>(row["chips"].get<std::int64_t>());
+      row["scaling_efficiency"] =
+          step <= 0 ? 0.0
+          : s.strong ? first_step * static_cast<double>(first_chips) / (step * chips)
+                     : first_step / step;
     }
     rows.push_back(row);
   }
-  if (!write_output_file(opt, "scale.json", json{{"program", input}, {"chip", cfg.chip.name}, {"rows", rows}}.dump(2) + "\n",
+  if (!write_output_file(opt, "scale.json", json{{"program", input}, {"chip", cfg.chip.name}, {"scaling", s.strong ? "strong" : "weak"}, {"rows", rows}}.dump(2) + "\n",
                          err)) {
     return kUsageError;
   }
   if (opt.format == Format::kJson) {
-    out << json{{"program", input}, {"chip", cfg.chip.name}, {"rows", rows}}.dump(2) << "\n";
+    out << json{{"program", input}, {"chip", cfg.chip.name}, {"scaling", s.strong ? "strong" : "weak"}, {"rows", rows}}.dump(2) << "\n";
   } else if (opt.format == Format::kCsv) {
     out << "system,chips,mode,step_time_s,compute_s,exposed_communication_s,scaling_efficiency,bound,error\n";
     for (const auto& r : rows) {
@@ -189,8 +208,9 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
                          r["exposed_communication_s"].get<double>() * 1e6,
                          100 * r["scaling_efficiency"].get<double>(), r["bound"].get<std::string>());
     }
-    out << "efficiency: weak scaling vs the first size (the program's per-chip work is fixed; chips beyond its "
-           "replica groups run data-parallel copies)\n";
+    out << (s.strong ? "efficiency: strong scaling vs the first size, t1*chips1 / (t*chips)\n"
+                     : "efficiency: weak scaling vs the first size (the program's per-chip work is fixed; chips beyond "
+                       "its replica groups run data-parallel copies)\n");
   }
   for (const auto& r : rows) {
     if (!r.contains("error")) continue;

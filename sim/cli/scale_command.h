@@ -13,6 +13,7 @@ struct ScaleOptions {
   std::string systems;  // "2x2,4x4,8x8"
   std::string mode;     // "" | full | symmetric
   bool wrap = false;    // every axis of every shape wraps around
+  bool strong = false;  // efficiency as strong scaling (one global problem)
 };
 
 int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOptions& s, std::ostream& out,

@@ -143,6 +143,32 @@ TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
   EXPECT_THAT(s, HasSubstr("8 (8)"));
 }
 
+TEST(CliSpmd, ScaleStrongScalingWithOneModulePerSize) {
+  // The generator's layer for tp = 8 and tp = 16 (same global problem), run
+  // as model.{chips}.hlo on v5p rings of 8 and 16 in symmetric mode.
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  const std::string dir = ::testing::TempDir();
+  ASSERT_EQ(std::system(("python3 " + gen + " --tp 8 -o " + dir + "strong.8.hlo").c_str()), 0);
+  ASSERT_EQ(std::system(("python3 " + gen + " --tp 16 -o " + dir + "strong.16.hlo").c_str()), 0);
+  const auto r = tpusim({"scale", dir + "strong.{chips}.hlo", "--chip", "v5p", "--systems", "8,16", "--wrap",
+                         "--mode", "symmetric", "--strong", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["scaling"], "strong");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& a = j["rows"][0];
+  const auto& b = j["rows"][1];
+  EXPECT_EQ(b["program"], dir + "strong.16.hlo");
+  const double t8 = a["step_time_s"].get<double>(), t16 = b["step_time_s"].get<double>();
+  EXPECT_NEAR(b["scaling_efficiency"].get<double>(), t8 * 8 / (t16 * 16), 1e-12);
+  // Half the per-chip compute, but the two all-reduces of V = 16 MiB grow:
+  // ring of 16, w = 9e10: 2·15/16·V/(2w) + 2·8 hops = 190.8 us each.
+  EXPECT_LT(b["compute_s"].get<double>(), 0.65 * a["compute_s"].get<double>());
+  const double ar16 = 2 * 15.0 / 16.0 * 16777216.0 / 1.8e11 + 16e-6;
+  EXPECT_NEAR(b["exposed_communication_s"].get<double>(), 2 * ar16, 0.05 * 2 * ar16);
+}
+
 TEST(CliSpmd, ScaleFlagErrorsAndFailedSizes) {
   const auto bad = tpusim({"scale", kTp8, "--systems", "4x4,4x"});
   EXPECT_EQ(bad.code, kUsageError);
