@@ -219,5 +219,35 @@ TEST(SpmdGenerator, ReproducesTheShippedTp8LayerAndEmitsMeshGroups) {
   EXPECT_NE(std::system(("python3 " + gen + " --tp 3 -o /dev/null 2>/dev/null").c_str()), 0);
 }
 
+TEST(SpmdGenerator, FsdpAllGathersEveryWeightOverTheDataGroups) {
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  // FSDP on a [2 data x 4 model] mesh: every weight is also sharded over 'data' and
+  // all-gathered over the data groups {0,4},{1,5},… before its use.
+  const std::string fsdp = ::testing::TempDir() + "gen_fsdp.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 2 --tp 4 --fsdp -o " + fsdp).c_str()), 0);
+  const std::string ftext = read_all(fsdp);
+  EXPECT_THAT(ftext, HasSubstr("%wq.3 = bf16[2048,1024]{1,0} parameter(2), sharding={devices=[2,4]<=[8]}"));
+  EXPECT_THAT(ftext, HasSubstr("%all-gather.wq.3 = bf16[4096,1024]{1,0} all-gather(bf16[2048,1024]{1,0} %wq.3)"));
+  EXPECT_THAT(ftext, HasSubstr("replica_groups={{0,4},{1,5},{2,6},{3,7}}, dimensions={1}"));
+  const auto f = tpusim({"run", fsdp, "--chip", "v5e", "--system", "4x2", "--format", "json"});
+  ASSERT_EQ(f.code, kOk) << f.err;
+  const auto fj = nlohmann::json::parse(f.out);
+  // all-reduce (TP) + two all-gather sizes: Wq/Wk/Wv/Wo bf16[4096,1024] (4x)
+  // and Wgate/Wup/Wdown bf16[4096,2752] (3x).
+  ASSERT_EQ(fj["collectives"].size(), 3u);
+  double gathers = 0;
+  for (const auto& c : fj["collectives"]) {
+    if (c["op"] != "all-gather") continue;
+    gathers += c["count"].get<double>();
+    EXPECT_EQ(c["group_size"], 2);
+    // A y line of 2 on v5e: (N-1)/N · V / w + 1 hop.
+    const double v = c["bytes"].get<double>();
+    const double expect_ag = 0.5 * v / 4.5e10 + 1e-6;
+    EXPECT_NEAR(c["time_s"].get<double>(), expect_ag, 0.05 * expect_ag);
+  }
+  EXPECT_EQ(gathers, 7);
+}
+
 }  // namespace
 }  // namespace tpusim::cli
