@@ -45,6 +45,15 @@ for b in raw.get("benchmarks", []):
         add("compile + simulate transformer layer (v5e)", round(s, 3), "s wall", "<= 2", s <= 2)
         gib = b["peak_rss_bytes"] / 2**30
         add("compile + simulate transformer layer, peak memory", round(gib, 3), "GiB", "<= 1", gib <= 1)
+    elif name.startswith("BM_SymmetricTransformerLayer4096Chips"):
+        wall = b["real_time"] / 1e3 if b.get("time_unit") == "ms" else b["real_time"]
+        add("symmetric mode, tp8 layer on 16x16x16 (4096 chips), wall", round(wall, 2), "s", "<= 30", wall <= 30)
+        add("symmetric mode, 4096 chips, peak memory", round(b["max_rss_MiB"], 1), "MiB", "<= 2048",
+            b["max_rss_MiB"] <= 2048)
+    elif name.startswith("BM_FullTransformerLayer64Chips"):
+        wall = b["real_time"] / 1e3 if b.get("time_unit") == "ms" else b["real_time"]
+        add("full mode, tp8 layer on 4x4x4 (64 chips), wall", round(wall, 2), "s", "<= 60", wall <= 60)
+        add("full mode, 64 chips, peak memory", round(b["max_rss_MiB"], 1), "MiB", "", None)
     else:
         add(name, b.get("real_time"), b.get("time_unit", ""), "", None)
 

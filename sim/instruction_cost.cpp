@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "memory/vmem_timing.h"
+#include "sim/collective_timer.h"
 #include "sim/dma_timing.h"
 #include "sim/vpu_timing.h"
 #include "sim/xlu_timing.h"
@@ -79,11 +80,13 @@ InstructionCost instruction_cost(const ChipConfig& c, const isa::Program& p, con
           r.transcendentals = static_cast<double>(op.src.rows) * op.src.cols;
           r.vmem_bytes = tile_bytes(p, op.src) + tile_bytes(p, op.dst);
         } else if constexpr (std::is_same_v<T, isa::Collective>) {
-          // Single-chip placeholder until the multi-chip model times it on
-          // simulated links: the bytes at the chip's total ICI bandwidth.
-          const double bw = static_cast<double>(c.ici.links) * c.ici.link_bandwidth * c.ici.link_efficiency;
-          const double seconds = bw > 0 ? static_cast<double>(tile_bytes(p, op.src)) / bw : 0;
-          const Cycles cyc = seconds_to_cycles(seconds, c.clock) + seconds_to_cycles(c.ici.hop_latency, c.clock);
+          // Single-chip runs only: the source bytes at the chip's total ICI
+          // bandwidth plus one hop (PlaceholderCollectiveTimer's formula).
+          // Multi-chip runs time collectives on the simulated network
+          // instead (sim/collective_fabric.h, docs/spmd.md).
+          const double hop = placeholder_collective_seconds(c, 0);
+          const double seconds = placeholder_collective_seconds(c, static_cast<double>(tile_bytes(p, op.src))) - hop;
+          const Cycles cyc = seconds_to_cycles(seconds, c.clock) + seconds_to_cycles(hop, c.clock);
           r.timing = OpTiming{std::max<Cycles>(cyc, 1), std::max<Cycles>(cyc, 1)};
         } else {
           // Sequencer instructions and MXU instructions are costed elsewhere.

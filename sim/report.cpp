@@ -160,6 +160,49 @@ json report_json(const ReportInput& in) {
     j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
   }
   j["ops"] = ops;
+  json collectives = json::array();
+  if (in.spmd != nullptr) {
+    const SpmdResult& m = *in.spmd;
+    j["mode"] = spmd_mode_name(m.mode);
+    j["chips"] = m.chips;
+    j["system"] = m.topology;
+    json per_chip = json::array();
+    double compute_max = 0, exposed_max = 0, comm_max = 0;
+    for (const ChipTime& ct : m.chip_times) {
+      per_chip.push_back({{"device", ct.device},
+                          {"time_s", ct.seconds},
+                          {"compute_s", ct.compute_s},
+                          {"communication_s", ct.communication_s},
+                          {"exposed_communication_s", ct.exposed_s}});
+      compute_max = std::max(compute_max, ct.compute_s);
+      exposed_max = std::max(exposed_max, ct.exposed_s);
+      comm_max = std::max(comm_max, ct.communication_s);
+    }
+    j["per_chip"] = {{"simulated_chips", m.chip_times.size()},
+                     {"max_compute_s", compute_max},
+                     {"max_communication_s", comm_max},
+                     {"max_exposed_communication_s", exposed_max},
+                     {"chips", per_chip}};
+    json axes = json::array();
+    for (const AxisUse& a : m.axes) {
+      axes.push_back({{"axis", a.axis}, {"links", a.links}, {"busy_s", a.busy_s}, {"utilization", a.utilization}});
+    }
+    j["ici_axes"] = axes;
+    for (const CollectiveRow& row : m.collectives) {
+      collectives.push_back({{"op", row.op},
+                             {"bytes", row.bytes},
+                             {"group_size", row.group_size},
+                             {"algorithm", row.algorithm},
+                             {"time_s", row.seconds},
+                             {"count", row.count},
+                             {"total_s", row.seconds * static_cast<double>(row.count)},
+                             {"bound", row.bound}});
+    }
+  } else {
+    j["mode"] = "single-chip";
+    j["chips"] = 1;
+  }
+  j["collectives"] = collectives;
   j["notes"] = r.notes;
   j["blocked"] = r.blocked;
   j["stats"] = s.to_json();
@@ -179,6 +222,26 @@ std::string report_text(const ReportInput& in) {
   }
   o += fmt::format("total        {:.0f} cycles = {:.3f} us\n", j["cycles"].get<double>(),
                    j["step_time_s"].get<double>() * 1e6);
+  if (in.spmd != nullptr) {
+    const SpmdResult& m = *in.spmd;
+    o += fmt::format("system       {}, {} chips, {} mode ({} simulated)\n", m.topology, m.chips,
+                     spmd_mode_name(m.mode), m.chip_times.size());
+    if (!m.chip_times.empty()) {
+      auto [lo, hi] = std::minmax_element(m.chip_times.begin(), m.chip_times.end(),
+                                          [](const ChipTime& a, const ChipTime& b) { return a.seconds < b.seconds; });
+      const ChipTime& w = *hi;  // the chip that sets the step time
+      o += fmt::format("per chip     compute {:.3f} us, communication {:.3f} us of which exposed {:.3f} us "
+                       "(chip {}, the last to finish{})\n",
+                       w.compute_s * 1e6, w.communication_s * 1e6, w.exposed_s * 1e6, w.device,
+                       m.chip_times.size() > 1 ? fmt::format("; chips end {:.3f}..{:.3f} us", lo->seconds * 1e6,
+                                                             hi->seconds * 1e6)
+                                               : std::string());
+    }
+    for (const AxisUse& a : m.axes) {
+      o += fmt::format("ICI {:<8} {:>5} link directions, busy {:.3f} us summed, {:.2f}% average utilization\n",
+                       a.axis, a.links, a.busy_s * 1e6, 100 * a.utilization);
+    }
+  }
   o += fmt::format("MXU          {} FLOP, {:.1f}% of the core's bf16 peak ({})\n",
                    format_si(j["mxu"]["flops"].get<double>(), ""), 100 * j["mxu"]["flop_utilization"].get<double>(),
                    format_si(j["mxu"]["peak_flops_per_s"].get<double>(), "FLOP/s"));
@@ -221,6 +284,13 @@ std::string report_text(const ReportInput& in) {
                        format_si(op["hbm_bytes"].get<double>(), "B"),
                        100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
                        op["time_over_bound"].get<double>(), op["bound"].get<std::string>());
+    }
+  }
+  if (in.spmd != nullptr && !in.spmd->collectives.empty()) {
+    o += "\ncollective          bytes      group  algorithm                       time us   count    bound\n";
+    for (const CollectiveRow& row : in.spmd->collectives) {
+      o += fmt::format("{:<18} {:>10} {:>6}  {:<30} {:>9.3f} {:>7}  {}\n", row.op, format_si(row.bytes, "B"),
+                       row.group_size, row.algorithm, row.seconds * 1e6, row.count, row.bound);
     }
   }
   for (const auto& n : in.result->notes) o += "note: " + n + "\n";

@@ -8,6 +8,7 @@
 #include "common/config.h"
 #include "isa/hlo/analysis.h"
 #include "sim/simulate.h"
+#include "sim/spmd.h"
 
 namespace tpusim {
 
@@ -21,6 +22,7 @@ struct ReportInput {
   // "approx:<opcode> " prefix for approximated lowerings) and carry each op's
   // roofline bound and the ratio of simulated time to it.
   const hlo::RooflineReport* roofline = nullptr;
+  const SpmdResult* spmd = nullptr;  // multi-chip runs: system, per-chip split, collectives
 };
 
 // The entry-computation op a provenance string belongs to:
@@ -29,7 +31,9 @@ std::string provenance_root(std::string_view provenance);
 [[nodiscard]] bool provenance_is_approximation(std::string_view provenance);
 
 // {"program","chip","finished","step_time_s","cycles","units":{...},"hbm":{...},
-//  "vmem":{...},"stalls":{...},"ops":[...],"notes":[...],"blocked":[...],"stats":{...}}
+//  "vmem":{...},"stalls":{...},"ops":[...],"notes":[...],"blocked":[...],"stats":{...},
+//  "mode":"single-chip"|"full"|"symmetric","chips","system","per_chip":{...},"ici_axes":[...],
+//  "collectives":[{"op","bytes","group_size","algorithm","time_s","count","total_s","bound"}]}
 // plus, with a roofline: "bound_time_s" (the module's roofline bound),
 // "time_over_bound" and per op "bound_time_s", "bound", "time_over_bound",
 // "flop_utilization", "hbm_bandwidth_utilization", "approximated".

@@ -15,6 +15,16 @@ namespace {
 
 bool g_elaborated = false;
 
+}  // namespace
+
+namespace detail {
+
+bool claim_elaboration() {
+  if (g_elaborated) return false;
+  g_elaborated = true;
+  return true;
+}
+
 // Buffers without an offset are placed one after another in their memory,
 // aligned to 4 KiB (a DMA chunk and HBM page multiple on every preset).
 std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
@@ -44,14 +54,13 @@ std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   return {};
 }
 
-}  // namespace
+}  // namespace detail
 
 Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options) {
-  if (g_elaborated) {
+  if (!detail::claim_elaboration()) {
     return Diagnostic{program.file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
   }
-  g_elaborated = true;
-  if (std::string err = place_buffers(chip, program); !err.empty()) {
+  if (std::string err = detail::place_buffers(chip, program); !err.empty()) {
     return Diagnostic{program.file, 0, 0, err, ""};
   }
   ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);

@@ -41,4 +41,11 @@ struct SimResult {
 // that cannot run (capacity exceeded, an MXU without weights, …).
 Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options = {});
 
+namespace detail {
+// False when this process has already elaborated a simulation.
+bool claim_elaboration();
+// Places buffers without an offset; a message when a memory overflows.
+std::string place_buffers(const ChipConfig& chip, isa::Program& p);
+}  // namespace detail
+
 }  // namespace tpusim

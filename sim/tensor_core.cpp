@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "memory/hbm.h"
+#include "sim/collective_fabric.h"
 #include "sim/instruction_cost.h"
 #include "sim/mxu_timing.h"
 
@@ -88,7 +89,7 @@ bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int6
 }  // namespace
 
 TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
-                       StatsRegistry& stats, const std::string& p, TraceWriter* trace)
+                       StatsRegistry& stats, const std::string& p, TraceWriter* trace, SpmdBinding spmd)
     : sc_module(name),
       hbm_socket("hbm_socket"),
       chip_(chip),
@@ -106,6 +107,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       stall_barrier_(stats.add(p + ".sequencer.stall_barrier_cycles", "cycles", "issue stalled in barrier")),
       vmem_bytes_(stats.add(p + ".vmem.bytes", "bytes", "VMEM traffic of all units")),
       vmem_busy_(stats.add(p + ".vmem.busy_cycles", "cycles", "cycles VMEM bandwidth was in use")) {
+  spmd_ = spmd;
   auto add_unit = [&](std::string uname, isa::Unit kind, int index) {
     auto u = std::make_unique<Unit>();
     u->name = std::move(uname);
@@ -389,9 +391,11 @@ void TensorCore::run_unit(Unit& u) {
     *u.dep_stall += (now() - dep_from) / cycle_s_;
     Dyn& d = dyn(id);
     const isa::Instruction& inst = program_.code[d.pc];
+    // Exec times are relative to when execute() was called (a collective in
+    // full mode waits inside it for the other members of its group).
+    const double t = now();
     const Exec e = execute(u, inst, d);
     if (!error_.empty()) return;
-    const double t = now();
     d.start = t + e.begin;
     d.done = t + e.done;
     const double busy = e.busy_end - e.begin;
@@ -400,6 +404,11 @@ void TensorCore::run_unit(Unit& u) {
     ps.busy_s += busy;
     *u.busy += busy / cycle_s_;
     *u.insts += 1;
+    if (u.kind == isa::Unit::kIci) {
+      comm_.add(d.start, d.done);
+    } else if (busy > 0) {
+      compute_.add(d.start, t + e.busy_end);
+    }
     if (trace_ != nullptr && u.track >= 0) {
       const auto prov = program_.provenance(inst);
       trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, d.start,
@@ -426,8 +435,30 @@ void TensorCore::run_unit(Unit& u) {
   }
 }
 
+TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
+  const double t = now();
+  CollectiveFabric::Ticket ticket;
+  {
+    auto issued = spmd_.fabric->issue(spmd_.device, program_, d.pc, where(d.pc));
+    if (!issued.ok()) {
+      error_ = issued.errors().front().message;
+      return {};
+    }
+    ticket = *issued;
+  }
+  // (No heap-owning locals from here: a deadlocked member never returns.)
+  u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
+  const double done = spmd_.fabric->wait(ticket);
+  u.waiting = {};
+  const double rel = std::max(done - t, cycle_s_);
+  return Exec{0, rel, rel, rel};
+}
+
 TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {
   if (u.kind == isa::Unit::kMxu) return execute_mxu(u, inst, d);
+  if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
+    return execute_collective(u, d);
+  }
   const InstructionCost c = instruction_cost(chip_, program_, inst);
   const double t = now();
   double occupy = static_cast<double>(c.timing.issue) * cycle_s_;
@@ -566,6 +597,8 @@ std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_nam
     case Waiting::Kind::kEnd: return "the last instructions to complete";
     case Waiting::Kind::kStart: return fmt::format("{} to start", where(w.pc));
     case Waiting::Kind::kComplete: return fmt::format("{} to complete", where(w.pc));
+    case Waiting::Kind::kCollective:
+      return fmt::format("the other members of its replica group to issue {}", where(w.pc));
     case Waiting::Kind::kNone: break;
   }
   return {};

@@ -20,9 +20,20 @@
 #include "common/stats.h"
 #include "isa/program.h"
 #include "memory/bandwidth_server.h"
+#include "sim/interval_union.h"
 #include "sim/trace.h"
 
 namespace tpusim {
+
+class CollectiveFabric;
+
+// A core's place in a multi-chip system: its collectives go through the
+// fabric (sim/collective_fabric.h) as `device`. No fabric = a single chip,
+// whose collectives use the placeholder cost of instruction_cost().
+struct SpmdBinding {
+  CollectiveFabric* fabric = nullptr;
+  std::int64_t device = 0;
+};
 
 // What the time of one provenance (HLO op / label) went to.
 struct ProvenanceStats {
@@ -39,7 +50,7 @@ class TensorCore : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<TensorCore> hbm_socket;
 
   TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
-             StatsRegistry& stats, const std::string& stat_prefix, TraceWriter* trace);
+             StatsRegistry& stats, const std::string& stat_prefix, TraceWriter* trace, SpmdBinding spmd = {});
   ~TensorCore() override;
 
   [[nodiscard]] bool finished() const { return finished_; }
@@ -51,6 +62,12 @@ class TensorCore : public sc_core::sc_module {
   [[nodiscard]] std::vector<std::string> blocked() const;
   // Indexed by the program's provenance string id.
   [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
+  // Seconds some non-ICI unit was busy (the union of their busy intervals).
+  [[nodiscard]] double compute_seconds() const { return compute_.measure(); }
+  // Seconds a collective was in flight (union of issue..completion).
+  [[nodiscard]] double communication_seconds() const { return comm_.measure(); }
+  // Seconds a collective was in flight while no other unit was busy.
+  [[nodiscard]] double exposed_communication_seconds() const { return comm_.measure_minus(compute_); }
 
  private:
   struct Unit;
@@ -83,6 +100,7 @@ class TensorCore : public sc_core::sc_module {
   };
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
+  Exec execute_collective(Unit& u, Dyn& d);
   void retire();
   Dyn& dyn(std::uint64_t id) { return dyn_[static_cast<size_t>(id - dyn_base_)]; }
   [[nodiscard]] std::string where(std::uint32_t pc) const;
@@ -128,7 +146,7 @@ class TensorCore : public sc_core::sc_module {
   std::string error_;
   // What a party is blocked on, formatted only for the deadlock report.
   struct Waiting {
-    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kEnd, kStart, kComplete } kind = Kind::kNone;
+    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kEnd, kStart, kComplete, kCollective } kind = Kind::kNone;
     std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
     std::uint32_t sem = 0;
     std::int64_t count = 0;
@@ -144,6 +162,9 @@ class TensorCore : public sc_core::sc_module {
   std::vector<Loop> loops_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
+  SpmdBinding spmd_;
+  IntervalUnion compute_;
+  IntervalUnion comm_;
 
   Stat& cycles_;
   Stat& instructions_;

@@ -8,6 +8,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/compare_command.h"
 #include "sim/cli/config_command.h"
+#include "sim/cli/scale_command.h"
 #include "sim/cli/sweep_command.h"
 
 namespace tpusim::cli {
@@ -37,15 +38,6 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool needs_chip = true)
   app.add_flag_function("-q,--quiet", [&o](std::int64_t) { o.verbosity = -1; }, "Only errors and the result");
 }
 
-// A subcommand whose implementation has not landed: it says so and exits 2.
-std::function<int()> not_built(std::string name, int issue, std::ostream& err) {
-  return [name = std::move(name), issue, &err]() {
-    err << fmt::format(
-        "tpusim {}: not implemented in this build yet (tracked in issue {}); nothing was run.\n", name, issue);
-    return static_cast<int>(kUsageError);
-  };
-}
-
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -70,6 +62,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   run_cmd->add_option("--trace-merge-us", run_opt.trace_merge_us,
                       "Merge consecutive same-op slices on a track closer than this (microseconds)")
       ->capture_default_str();
+  // Multi-chip SPMD runs (issue 7; docs/spmd.md).
+  run_cmd->add_option("--system", run_opt.system, "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology)")
+      ->type_name("AxBxC");
+  run_cmd->add_flag("--wrap", run_opt.wrap, "Every axis of --system wraps around (a torus; default: system.wraparound)");
+  run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
+      ->type_name("MODE");
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
@@ -129,9 +127,17 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
-  scale->add_option("input", input, "model.hlo")->required();
+  scale->add_option("input", input, "model.hlo, or model.{chips}.hlo for one module per size")->required();
   add_common_options(*scale, opt);
-  scale->callback([&] { action = not_built("scale", 7, err); });
+  ScaleOptions scale_opt;
+  scale->add_option("--systems", scale_opt.systems, "System shapes to run, e.g. 2x2,4x4,8x8")
+      ->type_name("LIST")
+      ->required();
+  scale->add_flag("--wrap", scale_opt.wrap, "Every axis of every shape wraps around (a torus)");
+  scale->add_flag("--strong", scale_opt.strong, "Efficiency as strong scaling: t1*chips1 / (t*chips) (default: weak, t1/t)");
+  scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
+      ->type_name("MODE");
+  scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });
 
   auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");
   config->require_subcommand(1);

@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/validate_hlo.h"
+#include "sim/spmd.h"
 #include "sim/validate_systolic.h"
 
 namespace tpusim::cli {
@@ -74,7 +75,73 @@ std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipCo
   return std::move(lowered).value();
 }
 
+std::string system_to_yaml_list(const std::string& text) {
+  std::string list = "[";
+  std::size_t pos = 0;
+  int axes = 0;
+  while (true) {
+    const std::size_t x = text.find('x', pos);
+    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    if (part.empty() || part.size() > 6 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoll(part) < 1) {
+      return {};
+    }
+    list += (axes++ ? "," : "") + part;
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  if (axes > 3) return {};
+  return list + "]";
+}
+
+std::string wrap_all_list(const std::string& yaml_list) {
+  std::string out = "[true";
+  for (char c : yaml_list) {
+    if (c == ',') out += ",true";
+  }
+  return out + "]";
+}
+
 namespace {
+
+// Loads the chip config with --system applied as system.topology; errors
+// about that key name the flag.
+bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, LoadedConfig& cfg, std::ostream& err) {
+  if (run.system.empty()) {
+    if (run.wrap) {
+      err << "--wrap: error: needs --system (it wraps every axis of that shape)\n";
+      return false;
+    }
+    return load_chip(opt, cfg, err);
+  }
+  const std::string list = system_to_yaml_list(run.system);
+  if (list.empty()) {
+    err << fmt::format("--system: error: expected chips per axis like 8, 4x4 or 4x4x4 (1 to 3 axes, each >= 1), "
+                       "got '{}'\n",
+                       run.system);
+    return false;
+  }
+  CommonOptions with = opt;
+  const std::string override_text = "system.topology=" + list;
+  with.overrides.push_back(override_text);
+  if (run.wrap) with.overrides.push_back("system.wraparound=" + wrap_all_list(list));
+  auto r = load_config(with.chip, with.overrides);
+  if (!r.ok()) {
+    std::vector<Diagnostic> ds = r.errors();
+    const std::string flag_layer = fmt::format("--set '{}'", override_text);
+    for (auto& d : ds) {
+      if (d.file == flag_layer) d.file = "--system " + run.system;
+      if (auto at = d.message.find(flag_layer); at != std::string::npos) {
+        d.message.replace(at, flag_layer.size(), "--system " + run.system);
+      }
+    }
+    err << format_all(ds);
+    return false;
+  }
+  cfg = std::move(r).value();
+  return true;
+}
+
 }  // namespace
 
 int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
@@ -110,8 +177,20 @@ int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& 
 
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
             std::ostream& err) {
+  std::optional<SpmdMode> mode;
+  if (run.mode == "full") {
+    mode = SpmdMode::kFull;
+  } else if (run.mode == "symmetric") {
+    mode = SpmdMode::kSymmetric;
+  } else if (!run.mode.empty()) {
+    err << fmt::format("--mode: error: expected full or symmetric, got '{}'\n", run.mode);
+    return kUsageError;
+  }
   LoadedConfig cfg;
-  if (!load_chip(opt, cfg, err)) return kUsageError;
+  if (!load_chip_with_system(opt, run, cfg, err)) return kUsageError;
+  std::int64_t chips = cfg.chip.system.slices;
+  for (auto d : cfg.chip.system.topology) chips *= d;
+  const bool multi_chip = chips > 1 || mode.has_value() || !run.system.empty();
   std::string text;
   Result<isa::Program> prog = isa::Program{};
   hlo::RooflineReport roofline;
@@ -140,12 +219,29 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   SimOptions sim;
   sim.trace_path = run.trace_path;
   sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
-  auto result = simulate(cfg.chip, std::move(prog).value(), sim);
+  std::optional<SpmdResult> spmd;
+  Result<SimResult> result = SimResult{};
+  if (multi_chip) {
+    SpmdOptions so;
+    so.mode = mode;
+    so.sim = sim;
+    std::vector<isa::Program> programs;
+    programs.push_back(std::move(prog).value());
+    auto r = simulate_spmd(cfg.chip, std::move(programs), so);
+    if (!r.ok()) {
+      err << format_all(r.errors());
+      return kFailure;
+    }
+    spmd = std::move(r).value();
+    result = std::move(spmd->sim);
+  } else {
+    result = simulate(cfg.chip, std::move(prog).value(), sim);
+  }
   if (!result.ok()) {
     err << format_all(result.errors());
     return kFailure;
   }
-  const ReportInput in{input, &cfg.chip, &*result, is_hlo(input) ? &roofline : nullptr};
+  const ReportInput in{input, &cfg.chip, &*result, is_hlo(input) ? &roofline : nullptr, spmd ? &*spmd : nullptr};
   const nlohmann::json j = report_json(in);
   if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;

@@ -92,13 +92,6 @@ TEST(Cli, ConfigDescribeListsEveryKey) {
   EXPECT_EQ(j[0]["key"], "name");
 }
 
-TEST(Cli, UnbuiltSubcommandsSaySoAndExitTwo) {
-  // Each later issue replaces one of these; until then none pretends.
-  const auto r = tpusim({"scale", "model.hlo"});
-  EXPECT_EQ(r.code, kUsageError);
-  EXPECT_THAT(r.err, HasSubstr("not implemented in this build yet"));
-}
-
 TEST(Cli, DocsConfigMdIsUpToDate) {
   std::ifstream f(std::string(TPUSIM_SOURCE_DIR) + "/docs/config.md");
   ASSERT_TRUE(f.good()) << "docs/config.md missing: run `tpusim config docs > docs/config.md`";

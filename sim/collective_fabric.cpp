@@ -1,0 +1,186 @@
+#include "sim/collective_fabric.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "sim/instruction_cost.h"
+
+namespace tpusim {
+namespace {
+
+std::string list_devices(const std::vector<std::int64_t>& d) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(d.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) s += fmt::format("{}{}", i ? ", " : "", d[i]);
+  if (d.size() > shown) s += fmt::format(" and {} more", d.size() - shown);
+  return s;
+}
+
+// Union-find root with path halving.
+std::int64_t root(std::vector<std::int64_t>& parent, std::int64_t x) {
+  while (parent[static_cast<size_t>(x)] != x) {
+    parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    x = parent[static_cast<size_t>(x)];
+  }
+  return x;
+}
+
+}  // namespace
+
+std::string_view spmd_mode_name(SpmdMode m) { return m == SpmdMode::kFull ? "full" : "symmetric"; }
+
+CollectiveFabric::CollectiveFabric(SpmdMode mode, CollectiveTimer& timer)
+    : mode_(mode), timer_(timer), ordinal_(static_cast<size_t>(timer.num_devices()), 0) {}
+
+Result<const CollectiveFabric::Groups*> CollectiveFabric::groups_for(const isa::Program& program,
+                                                                     const isa::Collective& c) {
+  const auto key = std::make_pair(&program, c.groups.id);
+  if (auto it = groups_.find(key); it != groups_.end()) return &it->second;
+  const bool permute = c.op == isa::CollectiveKind::kCollectivePermute;
+  const isa::ReplicaGroups* listed =
+      c.groups.present() && c.groups.id < program.replica_groups.size() ? &program.replica_groups[c.groups.id] : nullptr;
+  std::int64_t tiled = 1;
+  auto resolved = resolve_groups(listed, permute, num_devices(), tiled);
+  if (!resolved.ok()) return resolved.errors();
+  tiled_ = std::max(tiled_, tiled);
+  Groups g;
+  const auto n = static_cast<size_t>(num_devices());
+  g.group_of.assign(n, -1);
+  if (permute) {
+    // Members: the connected component of the pair graph (a device waits for
+    // its source to send and its target to receive).
+    std::vector<std::int64_t> parent(n);
+    std::iota(parent.begin(), parent.end(), 0);
+    for (const auto& p : *resolved) parent[static_cast<size_t>(root(parent, p[0]))] = root(parent, p[1]);
+    std::map<std::int64_t, std::int64_t> index;
+    for (std::int64_t d = 0; d < num_devices(); ++d) {
+      const std::int64_t r = root(parent, d);
+      auto [it, fresh] = index.emplace(r, static_cast<std::int64_t>(g.members.size()));
+      if (fresh) g.members.emplace_back();
+      g.members[static_cast<size_t>(it->second)].push_back(d);
+      g.group_of[static_cast<size_t>(d)] = it->second;
+    }
+  } else {
+    for (const auto& grp : *resolved) {
+      const auto gi = static_cast<std::int64_t>(g.members.size());
+      g.members.push_back(grp);
+      for (std::int64_t d : grp) g.group_of[static_cast<size_t>(d)] = gi;
+    }
+  }
+  g.groups = std::make_shared<const interconnect::ReplicaGroups>(std::move(resolved).value());
+  return &groups_.emplace(key, std::move(g)).first->second;
+}
+
+void CollectiveFabric::record(std::uint64_t ordinal, const CollectiveTiming& t, interconnect::CollectiveKind kind,
+                              double bytes) {
+  if (mode_ == SpmdMode::kFull && !recorded_.insert(ordinal).second) return;
+  for (size_t a = 0; a < axis_busy_s_.size(); ++a) {
+    axis_busy_s_[a] += t.axis_busy_s[a];
+    axis_links_[a] = std::max(axis_links_[a], t.axis_links[a]);
+  }
+  dcn_busy_s_ += t.dcn_busy_s;
+  dcn_ports_ = std::max(dcn_ports_, t.dcn_ports);
+  const std::string op(interconnect::collective_name(kind));
+  for (CollectiveRow& r : rows_) {
+    if (r.op == op && r.bytes == bytes && r.group_size == t.group_size && r.algorithm == t.algorithm) {
+      r.count += 1;
+      return;
+    }
+  }
+  rows_.push_back(CollectiveRow{op, bytes, t.group_size, t.algorithm, t.bound, t.seconds, 1});
+}
+
+Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, const isa::Program& program,
+                                                         std::uint32_t pc, const std::string& where) {
+  auto fail = [&](const std::string& message) {
+    // `where` already names file:line:column of the instruction.
+    return Diagnostic{program.file, 0, 0, fmt::format("{}: {}", where, message), ""};
+  };
+  const auto* c = std::get_if<isa::Collective>(&program.code[pc].op);
+  if (c == nullptr) return fail("internal: not a collective");
+  if (device < 0 || device >= num_devices()) return fail(fmt::format("device {} outside the system", device));
+  auto groups = groups_for(program, *c);
+  if (!groups.ok()) {
+    std::vector<Diagnostic> ds;
+    for (const auto& e : groups.errors()) ds.push_back(fail(e.message));
+    return ds;
+  }
+  const Groups& g = *groups.value();
+  const interconnect::CollectiveKind kind = to_interconnect(c->op);
+  const std::int64_t gi = g.group_of[static_cast<size_t>(device)];
+  const std::int64_t group_size =
+      kind == interconnect::CollectiveKind::kCollectivePermute
+          ? 2
+          : static_cast<std::int64_t>(g.members[static_cast<size_t>(gi)].size());
+  CollectiveRequest req;
+  req.kind = kind;
+  req.bytes = collective_v_bytes(kind, static_cast<double>(tile_bytes(program, c->src)),
+                                 static_cast<double>(tile_bytes(program, c->dst)), group_size);
+  req.groups = g.groups;
+  req.dtype = program.buffers[c->src.buffer].dtype;
+  auto timing = timer_.time(req);
+  if (!timing.ok()) {
+    std::vector<Diagnostic> ds;
+    for (const auto& e : timing.errors()) ds.push_back(fail(e.message));
+    return ds;
+  }
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  const std::uint64_t ordinal = ordinal_[static_cast<size_t>(device)]++;
+  record(ordinal, *timing, kind, req.bytes);
+  if (mode_ == SpmdMode::kSymmetric) return Ticket{now + timing->seconds, {}};
+
+  Instance& inst = pending_[{ordinal, gi}];
+  if (inst.expected == 0) {
+    inst.where = where;
+    inst.pc = pc;
+    inst.program = &program;
+    inst.expected = g.members[static_cast<size_t>(gi)].size();
+    inst.done = std::make_unique<sc_core::sc_event>(sc_core::sc_gen_unique_name("collective_done"));
+    inst.kind = kind;
+    inst.bytes = req.bytes;
+  } else if (inst.kind != kind || inst.bytes != req.bytes) {
+    return fail(fmt::format("device {} issued this as its collective #{}, but another member of its group issued {} "
+                            "({}, {} bytes) there",
+                            device, ordinal, inst.where, interconnect::collective_name(inst.kind), inst.bytes));
+  }
+  inst.arrived.insert(device);
+  inst.last_issue = std::max(inst.last_issue, now);
+  if (inst.arrived.size() == inst.expected) {
+    inst.completion = inst.last_issue + timing->seconds;
+    inst.done->notify(sc_core::SC_ZERO_TIME);
+  }
+  return Ticket{-1, {ordinal, gi}};
+}
+
+double CollectiveFabric::wait(const Ticket& ticket) {
+  if (ticket.completion >= 0) return ticket.completion;
+  // Nothing on this stack owns heap memory: a member that never arrives
+  // leaves this coroutine suspended forever (never unwound).
+  const auto it = pending_.find(ticket.instance);
+  Instance& inst = it->second;
+  while (inst.completion < 0) sc_core::wait(*inst.done);
+  const double completion = inst.completion;
+  if (++inst.consumed == inst.expected) pending_.erase(it);
+  return completion;
+}
+
+std::vector<std::string> CollectiveFabric::blocked() const {
+  std::vector<std::string> out;
+  for (const auto& [key, inst] : pending_) {
+    if (inst.completion >= 0) continue;
+    const auto& members =
+        groups_.at({inst.program, std::get<isa::Collective>(inst.program->code[inst.pc].op).groups.id})
+            .members[static_cast<size_t>(key.second)];
+    std::vector<std::int64_t> arrived(inst.arrived.begin(), inst.arrived.end());
+    std::vector<std::int64_t> missing;
+    for (std::int64_t d : members) {
+      if (!inst.arrived.contains(d)) missing.push_back(d);
+    }
+    out.push_back(fmt::format("collective #{} ({}): devices {} issued it and wait for devices {}, which never did",
+                              key.first, inst.where, list_devices(arrived), list_devices(missing)));
+  }
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,114 @@
+// What a TensorCore's ICI unit calls to run a collective instruction in a
+// multi-chip simulation; the only SystemC-aware piece of the SPMD model, and
+// a thin one: every time comes from a CollectiveTimer (collective_timer.h).
+//
+// - Symmetric mode: one representative chip is simulated; by SPMD symmetry
+//   every chip issues the collective when it does, so it completes at
+//   issue + the network time of all groups running at once.
+// - Full mode: every chip is simulated. The n-th collective a device issues
+//   is matched with the n-th of every other member of its replica group (of
+//   the connected component of its source/target pairs for a permute); it
+//   completes for all of them at (the last member's issue) + the network time.
+//   A member that never arrives leaves the others waiting; blocked() names who
+//   waits for whom, for the deadlock report.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "common/diagnostic.h"
+#include "isa/program.h"
+#include "sim/collective_timer.h"
+
+namespace tpusim {
+
+enum class SpmdMode { kSymmetric, kFull };
+std::string_view spmd_mode_name(SpmdMode m);
+
+// One row of the collective table: a distinct (op, bytes, group size, algorithm).
+struct CollectiveRow {
+  std::string op;
+  double bytes = 0;  // V of collectives.md
+  std::int64_t group_size = 0;
+  std::string algorithm;
+  std::string bound;
+  double seconds = 0;  // network time of one execution
+  std::int64_t count = 0;
+};
+
+class CollectiveFabric {
+ public:
+  CollectiveFabric(SpmdMode mode, CollectiveTimer& timer);
+
+  // What issue() hands back: the completion time (symmetric mode, or
+  // completion < 0 and the instance to wait() for (full mode).
+  struct Ticket {
+    double completion = -1;
+    std::pair<std::uint64_t, std::int64_t> instance{};
+  };
+  // Called from `device`'s ICI unit thread at the current simulated time for
+  // the collective at program.code[pc]; `where` names it for messages.
+  Result<Ticket> issue(std::int64_t device, const isa::Program& program, std::uint32_t pc, const std::string& where);
+  // The absolute completion time in seconds; in full mode waits (SystemC)
+  // until every member of the group has issued it. Split from issue() so the
+  // caller holds no heap-owning temporaries while it waits.
+  double wait(const Ticket& ticket);
+
+  [[nodiscard]] SpmdMode mode() const { return mode_; }
+  [[nodiscard]] std::int64_t num_devices() const { return timer_.num_devices(); }
+  // Collectives waiting for members (deadlock report), one line each.
+  [[nodiscard]] std::vector<std::string> blocked() const;
+  // Distinct collectives, in order of first execution.
+  [[nodiscard]] const std::vector<CollectiveRow>& rows() const { return rows_; }
+  // Link busy seconds summed over executions (each collective instance once).
+  [[nodiscard]] const std::array<double, 3>& axis_busy_s() const { return axis_busy_s_; }
+  [[nodiscard]] const std::array<std::int64_t, 3>& axis_links() const { return axis_links_; }
+  [[nodiscard]] double dcn_busy_s() const { return dcn_busy_s_; }
+  [[nodiscard]] std::int64_t dcn_ports() const { return dcn_ports_; }
+  // Largest number of data-parallel copies the replica groups were tiled over.
+  [[nodiscard]] std::int64_t tiled_copies() const { return tiled_; }
+
+ private:
+  struct Groups {
+    std::shared_ptr<const interconnect::ReplicaGroups> groups;
+    std::vector<std::int64_t> group_of;  // device -> index into `members`
+    std::vector<std::vector<std::int64_t>> members;
+  };
+  struct Instance {
+    std::string where;  // of the first arrival
+    std::uint32_t pc = 0;
+    const isa::Program* program = nullptr;
+    interconnect::CollectiveKind kind = interconnect::CollectiveKind::kAllReduce;
+    double bytes = 0;
+    std::set<std::int64_t> arrived;
+    std::size_t expected = 0;
+    std::size_t consumed = 0;
+    double last_issue = 0;
+    double completion = -1;
+    std::unique_ptr<sc_core::sc_event> done;
+  };
+
+  Result<const Groups*> groups_for(const isa::Program& program, const isa::Collective& c);
+  void record(std::uint64_t ordinal, const CollectiveTiming& t, interconnect::CollectiveKind kind, double bytes);
+
+  SpmdMode mode_;
+  CollectiveTimer& timer_;
+  std::map<std::pair<const isa::Program*, std::uint32_t>, Groups> groups_;
+  std::vector<std::uint64_t> ordinal_;  // per device: collectives issued so far
+  std::map<std::pair<std::uint64_t, std::int64_t>, Instance> pending_;  // (ordinal, group) -> instance
+  std::set<std::uint64_t> recorded_;  // full mode: ordinals whose network time was counted
+  std::vector<CollectiveRow> rows_;
+  std::array<double, 3> axis_busy_s_{};
+  std::array<std::int64_t, 3> axis_links_{};
+  double dcn_busy_s_ = 0;
+  std::int64_t dcn_ports_ = 0;
+  std::int64_t tiled_ = 1;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,191 @@
+#include "sim/collective_timer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "sim/vpu_timing.h"
+
+namespace tpusim {
+namespace {
+
+Diagnostic groups_error(std::string message) { return Diagnostic{"<replica groups>", 0, 0, std::move(message), ""}; }
+
+std::int64_t first_group_size(const interconnect::ReplicaGroups& g, std::int64_t devices) {
+  return g.empty() ? devices : static_cast<std::int64_t>(g.front().size());
+}
+
+}  // namespace
+
+interconnect::CollectiveKind to_interconnect(isa::CollectiveKind k) {
+  switch (k) {
+    case isa::CollectiveKind::kAllReduce: return interconnect::CollectiveKind::kAllReduce;
+    case isa::CollectiveKind::kAllGather: return interconnect::CollectiveKind::kAllGather;
+    case isa::CollectiveKind::kReduceScatter: return interconnect::CollectiveKind::kReduceScatter;
+    case isa::CollectiveKind::kAllToAll: return interconnect::CollectiveKind::kAllToAll;
+    case isa::CollectiveKind::kCollectivePermute: return interconnect::CollectiveKind::kCollectivePermute;
+  }
+  return interconnect::CollectiveKind::kAllReduce;
+}
+
+double placeholder_collective_seconds(const ChipConfig& c, double bytes) {
+  const double bw = static_cast<double>(c.ici.links) * c.ici.link_bandwidth * c.ici.link_efficiency;
+  return (bw > 0 ? bytes / bw : 0.0) + c.ici.hop_latency;
+}
+
+Result<CollectiveTiming> PlaceholderCollectiveTimer::time(const CollectiveRequest& r) {
+  CollectiveTiming t;
+  t.seconds = placeholder_collective_seconds(chip_, r.bytes);
+  t.algorithm = "placeholder";
+  t.group_size = r.groups ? first_group_size(*r.groups, 1) : 1;
+  t.bound = "bandwidth";
+  return t;
+}
+
+interconnect::ReductionCost vpu_reduction_cost(const ChipConfig& chip, isa::DType dtype) {
+  const VpuConfig vpu = chip.core.vpu;
+  const double clock = chip.clock;
+  const std::int64_t bits = std::max<std::int64_t>(1, isa::dtype_bits(dtype));
+  // A vreg holds sublanes × lanes 32-bit elements; narrower dtypes pack.
+  const double per_vreg =
+      static_cast<double>(vpu.sublanes * vpu.lanes) * static_cast<double>(std::max<std::int64_t>(1, 32 / bits));
+  const double bytes_per_element = static_cast<double>(bits) / 8.0;
+  return [vpu, clock, per_vreg, bytes_per_element](double bytes) {
+    if (bytes <= 0 || per_vreg <= 0 || clock <= 0) return 0.0;
+    VpuElementwise e;
+    e.op = isa::VpuOp::kAdd;
+    e.vregs = static_cast<std::int64_t>(std::ceil(bytes / bytes_per_element / per_vreg));
+    e.vmem_inputs = 2;
+    e.vmem_outputs = 1;
+    return static_cast<double>(vpu_elementwise_timing(vpu, e).done) / clock;
+  };
+}
+
+NetworkCollectiveTimer::NetworkCollectiveTimer(const ChipConfig& chip, interconnect::Topology topology,
+                                               interconnect::CollectiveAlgorithm algorithm)
+    : chip_(chip),
+      topology_(std::move(topology)),
+      params_(interconnect::NetworkParams::from_config(chip.ici, chip.dcn)),
+      algorithm_(algorithm) {}
+
+Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r) {
+  const interconnect::ReplicaGroups empty;
+  const interconnect::ReplicaGroups& groups = r.groups ? *r.groups : empty;
+  const bool reduces = r.kind == interconnect::CollectiveKind::kAllReduce ||
+                       r.kind == interconnect::CollectiveKind::kReduceScatter;
+  Key key{static_cast<int>(r.kind), r.bytes, reduces ? static_cast<int>(r.dtype) : -1, groups};
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  interconnect::CollectiveSpec spec;
+  spec.kind = r.kind;
+  spec.bytes = r.bytes;
+  spec.algorithm = algorithm_;
+  if (r.kind == interconnect::CollectiveKind::kCollectivePermute) {
+    for (const auto& p : groups) {
+      if (p.size() != 2) return groups_error("collective-permute pairs must have two entries [source, target]");
+      spec.source_target_pairs.emplace_back(p[0], p[1]);
+    }
+  } else {
+    spec.groups = groups;
+  }
+  if (reduces) spec.reduction_cost = vpu_reduction_cost(chip_, r.dtype);
+
+  interconnect::Network net(topology_, params_);
+  Result<std::string> desc = interconnect::schedule_collective(net, spec);
+  if (!desc.ok()) return desc.errors();
+  const interconnect::NetworkRunStats stats = net.run();
+  ++runs_;
+  CollectiveTiming t;
+  t.seconds = stats.makespan_s;
+  t.algorithm = std::move(desc.value());
+  t.group_size = r.kind == interconnect::CollectiveKind::kCollectivePermute ? 2
+                                                                           : first_group_size(groups, num_devices());
+  t.bound = stats.max_link_busy_s >= 0.5 * stats.makespan_s ? "bandwidth" : "latency";
+  for (interconnect::LinkId l = 0; l < topology_.num_links(); ++l) {
+    const interconnect::LinkInfo& info = topology_.link(l);
+    if (info.kind == interconnect::LinkKind::kIci) {
+      if (info.to < 0) continue;  // the end of an axis without wraparound: no link
+      const auto a = static_cast<size_t>(info.axis);
+      t.axis_busy_s[a] += net.link_busy_seconds(l);
+      t.axis_links[a] += 1;
+    } else {
+      t.dcn_busy_s += net.link_busy_seconds(l);
+      t.dcn_ports += 1;
+    }
+  }
+  cache_.emplace(std::move(key), t);
+  return t;
+}
+
+double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, double dst_bytes,
+                          std::int64_t group_size) {
+  switch (kind) {
+    case interconnect::CollectiveKind::kAllGather: return dst_bytes;
+    case interconnect::CollectiveKind::kReduceScatter:
+    case interconnect::CollectiveKind::kAllReduce:
+    case interconnect::CollectiveKind::kCollectivePermute: return src_bytes;
+    case interconnect::CollectiveKind::kAllToAll: return static_cast<double>(group_size) * src_bytes;
+  }
+  return src_bytes;
+}
+
+Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* groups, bool permute,
+                                                   std::int64_t n, std::int64_t& tiled) {
+  tiled = 1;
+  interconnect::ReplicaGroups out;
+  if (groups == nullptr || groups->empty()) {
+    if (permute) return out;  // no pairs: nothing moves
+    out.emplace_back(static_cast<size_t>(n));
+    std::iota(out.back().begin(), out.back().end(), 0);
+    return out;
+  }
+  std::int64_t max_id = -1;
+  for (const auto& g : *groups) {
+    if (g.empty()) return groups_error("a replica group is empty");
+    if (permute && g.size() != 2) {
+      return groups_error(fmt::format("collective-permute pairs have two entries, one has {}", g.size()));
+    }
+    for (std::int64_t d : g) {
+      if (d < 0) return groups_error(fmt::format("device {} in a replica group is negative", d));
+      max_id = std::max(max_id, d);
+    }
+  }
+  const std::int64_t m = max_id + 1;
+  if (m > n) {
+    return groups_error(fmt::format("the replica groups name device {} but the system has {} chips", max_id, n));
+  }
+  if (n % m != 0) {
+    return groups_error(fmt::format(
+        "the replica groups cover devices 0..{} ({} chips), which does not divide the system's {} chips", max_id, m, n));
+  }
+  if (!permute) {
+    std::vector<int> seen(static_cast<size_t>(m), 0);
+    for (const auto& g : *groups) {
+      for (std::int64_t d : g) {
+        if (seen[static_cast<size_t>(d)]++ != 0) {
+          return groups_error(fmt::format("device {} appears in more than one replica group", d));
+        }
+      }
+    }
+    for (std::int64_t d = 0; d < m; ++d) {
+      if (seen[static_cast<size_t>(d)] == 0) {
+        return groups_error(fmt::format("device {} (of 0..{}) is in no replica group", d, max_id));
+      }
+    }
+  }
+  tiled = n / m;
+  for (std::int64_t k = 0; k < tiled; ++k) {
+    for (const auto& g : *groups) {
+      interconnect::ReplicaGroup copy;
+      copy.reserve(g.size());
+      for (std::int64_t d : g) copy.push_back(d + k * m);
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,123 @@
+// How long a collective instruction takes: a small interface the TensorCore's
+// ICI unit calls (through sim/collective_fabric.h), with two implementations:
+// - PlaceholderCollectiveTimer: the single-chip estimate (bytes at the chip's
+//   total ICI bandwidth plus one hop), used when there is no system to simulate.
+// - NetworkCollectiveTimer: every group of the collective's replica-group spec
+//   runs at once on the link-level network of the configured system
+//   (interconnect::simulate_collective), with the reduction of received data
+//   on the vector unit; timings are cached per distinct (kind, bytes, groups,
+//   algorithm), so a program that repeats a collective pays once.
+// Plain C++, no SystemC (DESIGN.md principle 1).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/config.h"
+#include "common/diagnostic.h"
+#include "interconnect/collectives.h"
+#include "interconnect/network.h"
+#include "interconnect/topology.h"
+#include "isa/program.h"
+#include "isa/types.h"
+
+namespace tpusim {
+
+interconnect::CollectiveKind to_interconnect(isa::CollectiveKind k);
+
+struct CollectiveRequest {
+  interconnect::CollectiveKind kind = interconnect::CollectiveKind::kAllReduce;
+  // V of collectives.md (see collective_v_bytes).
+  double bytes = 0;
+  // Resolved groups (resolve_groups); for collective-permute, the
+  // [source, target] pairs.
+  std::shared_ptr<const interconnect::ReplicaGroups> groups;
+  isa::DType dtype = isa::DType::kBf16;  // of the reduced data
+};
+
+struct CollectiveTiming {
+  double seconds = 0;
+  std::string algorithm;        // what ran ("per-axis-ring(x:ring)", "placeholder", …)
+  std::int64_t group_size = 0;  // members of one group (2 for a permute pair)
+  // "bandwidth" when the busiest link was busy at least half the time,
+  // otherwise "latency" (hop latencies and dependent steps dominate).
+  std::string bound;
+  // Link busy seconds summed over every link direction of an axis (DCN: all
+  // egress and ingress ports), and how many link directions the axis has:
+  // busy / links / step time is the axis's average utilization.
+  std::array<double, interconnect::kMaxAxes> axis_busy_s{};
+  std::array<std::int64_t, interconnect::kMaxAxes> axis_links{};
+  double dcn_busy_s = 0;
+  std::int64_t dcn_ports = 0;
+};
+
+class CollectiveTimer {
+ public:
+  virtual ~CollectiveTimer() = default;
+  virtual Result<CollectiveTiming> time(const CollectiveRequest& request) = 0;
+  [[nodiscard]] virtual std::int64_t num_devices() const = 0;
+};
+
+// Seconds of the single-chip placeholder: bytes / (links × bandwidth ×
+// efficiency) + one hop latency.
+double placeholder_collective_seconds(const ChipConfig& chip, double bytes);
+
+class PlaceholderCollectiveTimer final : public CollectiveTimer {
+ public:
+  explicit PlaceholderCollectiveTimer(const ChipConfig& chip) : chip_(chip) {}
+  Result<CollectiveTiming> time(const CollectiveRequest& request) override;
+  [[nodiscard]] std::int64_t num_devices() const override { return 1; }
+
+ private:
+  const ChipConfig& chip_;
+};
+
+// Seconds the chip's VPU needs to add `bytes` of `dtype` into a partial:
+// vpu_elementwise_timing of an add reading 2 and writing 1 vreg per result
+// vreg, done cycles at the chip clock.
+interconnect::ReductionCost vpu_reduction_cost(const ChipConfig& chip, isa::DType dtype);
+
+class NetworkCollectiveTimer final : public CollectiveTimer {
+ public:
+  NetworkCollectiveTimer(const ChipConfig& chip, interconnect::Topology topology,
+                         interconnect::CollectiveAlgorithm algorithm = interconnect::CollectiveAlgorithm::kAuto);
+  Result<CollectiveTiming> time(const CollectiveRequest& request) override;
+  [[nodiscard]] std::int64_t num_devices() const override { return topology_.num_devices(); }
+  [[nodiscard]] const interconnect::Topology& topology() const { return topology_; }
+  [[nodiscard]] std::uint64_t network_runs() const { return runs_; }
+  [[nodiscard]] std::uint64_t cache_hits() const { return hits_; }
+
+ private:
+  using Key = std::tuple<int, double, int, interconnect::ReplicaGroups>;  // kind, bytes, dtype, groups
+  const ChipConfig& chip_;
+  interconnect::Topology topology_;
+  interconnect::NetworkParams params_;
+  interconnect::CollectiveAlgorithm algorithm_;
+  std::map<Key, CollectiveTiming> cache_;
+  std::uint64_t runs_ = 0;
+  std::uint64_t hits_ = 0;
+};
+
+// V of collectives.md from the instruction's tiles: all-gather the gathered
+// dst; reduce-scatter and all-reduce the unreduced src; all-to-all
+// group_size × src (the whole array; each peer gets V/N²); permute the src.
+double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, double dst_bytes,
+                          std::int64_t group_size);
+
+// The program's replica groups (or permute pairs) for a system of
+// `num_devices` chips. Empty = one group of every device. Groups that name
+// devices 0..M-1 exactly, with M dividing num_devices, are tiled over the
+// num_devices / M copies (device d + k·M): the other chips run the same
+// program as data-parallel replicas; `tiled` is set to num_devices / M.
+// Errors: a device outside the system, a device in two groups, a device of
+// 0..M-1 in no group, M not dividing num_devices.
+Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* groups, bool permute,
+                                                   std::int64_t num_devices, std::int64_t& tiled);
+
+}  // namespace tpusim

@@ -1,0 +1,253 @@
+// `tpusim run --system … [--mode …]`: multi-chip runs as a user sees them.
+#include <cstdlib>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/cli/cli.h"
+
+namespace tpusim::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome tpusim(std::vector<std::string> args) {
+  args.insert(args.begin(), "tpusim");
+  std::ostringstream out, err;
+  const int code = run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+const std::string kTp8 = std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo";
+
+TEST(CliSpmd, ShardedLayerOnEightChipsReportsModeChipsAndCollectives) {
+  const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "8", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "full");  // automatic up to 256 chips
+  EXPECT_EQ(j["chips"], 8);
+  EXPECT_EQ(j["system"], "8 mesh");
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  const auto& c = j["collectives"][0];
+  EXPECT_EQ(c["op"], "all-reduce");
+  EXPECT_EQ(c["group_size"], 8);
+  EXPECT_EQ(c["count"], 2);
+  EXPECT_EQ(c["bound"], "bandwidth");
+  EXPECT_DOUBLE_EQ(c["bytes"].get<double>(), 2.0 * 2048 * 4096);  // bf16[1,2048,4096]
+  // A line of 8 (no wraparound stated), v5p w = 9e10 B/s: 2·7/8·V/w = 326.2 us,
+  // plus 2 phases × 7 hops of 1 us.
+  const double expect = 2 * 7.0 / 8.0 * 16777216.0 / 9e10 + 14e-6;
+  EXPECT_NEAR(c["time_s"].get<double>(), expect, 0.05 * expect);
+  // The two all-reduces wait in sequence: at least their time is exposed.
+  EXPECT_GE(j["per_chip"]["max_exposed_communication_s"].get<double>(), 0.9 * 2 * expect);
+  EXPECT_GT(j["step_time_s"].get<double>(), 2 * expect);
+  ASSERT_EQ(j["ici_axes"].size(), 1u);
+  EXPECT_EQ(j["ici_axes"][0]["links"], 14);
+  EXPECT_GT(j["ici_axes"][0]["utilization"].get<double>(), 0);
+}
+
+TEST(CliSpmd, TextReportHasSystemLineAxisUseAndCollectiveTable) {
+  const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "8", "--mode", "symmetric", "--wrap"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("system       8 torus, 8 chips, symmetric mode (1 simulated)"));
+  EXPECT_THAT(r.out, HasSubstr("ICI x"));
+  EXPECT_THAT(r.out, HasSubstr("collective          bytes"));
+  EXPECT_THAT(r.out, HasSubstr("per-axis-ring(x:ring)"));
+}
+
+TEST(CliSpmd, SingleChipRunsSayModeAndChips) {
+  const auto r = tpusim({"run", std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.tasm", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "single-chip");
+  EXPECT_EQ(j["chips"], 1);
+  EXPECT_TRUE(j["collectives"].is_array());
+}
+
+TEST(CliSpmd, BadSystemAndModeFlagsAreUsageErrorsNamingTheFlag) {
+  auto bad = tpusim({"run", kTp8, "--system", "4x"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--system: error: expected chips per axis like 8, 4x4 or 4x4x4"));
+  bad = tpusim({"run", kTp8, "--system", "2x2x2x2", "--chip", "v5p"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--system"));
+  // v5e has 4 ICI links: a 3D torus needs 6.
+  bad = tpusim({"run", kTp8, "--system", "4x4x4", "--chip", "v5e"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--system 4x4x4: error: a topology with 3 axes"));
+  EXPECT_THAT(bad.err, HasSubstr("ici.links = 4"));
+  bad = tpusim({"run", kTp8, "--system", "8", "--mode", "fast"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--mode: error: expected full or symmetric, got 'fast'"));
+  bad = tpusim({"run", kTp8, "--wrap"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--wrap: error: needs --system"));
+}
+
+TEST(CliSpmd, GroupsLargerThanTheSystemFailNamingTheInstruction) {
+  const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "4"});
+  EXPECT_EQ(r.code, kFailure);
+  EXPECT_THAT(r.err, HasSubstr("all-reduce.1"));
+  EXPECT_THAT(r.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
+}
+
+TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
+  // An all-reduce of V = 16 MiB over every chip of a v5e line (no
+  // wraparound stated), w = 4.5e10: 2·(N-1)/N·V/w + 2·(N-1) hops of 1 us:
+  // N=2 374.8 us, N=4 565.2 us, N=8 666.4 us; efficiency t(2)/t(N).
+  const std::string path = ::testing::TempDir() + "scale_allreduce.tasm";
+  std::ofstream(path) << ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+                         "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  const auto r = tpusim({"scale", path, "--chip", "v5e", "--systems", "2,4,8", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  const double v = 16777216.0;
+  const double t[3] = {v / 4.5e10 + 2e-6, 1.5 * v / 4.5e10 + 6e-6, 1.75 * v / 4.5e10 + 14e-6};
+  for (int i = 0; i < 3; ++i) {
+    const auto& row = j["rows"][static_cast<size_t>(i)];
+    EXPECT_EQ(row["chips"], 2 << i);
+    EXPECT_NEAR(row["step_time_s"].get<double>(), t[i], 0.05 * t[i]);
+    EXPECT_NEAR(row["scaling_efficiency"].get<double>(), t[0] / t[i], 0.05);
+    EXPECT_EQ(row["bound"], "communication");
+  }
+  const auto text = tpusim({"scale", path, "--chip", "v5e", "--systems", "2,4"});
+  EXPECT_EQ(text.code, kOk) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("efficiency"));
+
+  // scripts/plot_scale.py turns the JSON into an SVG: one bar per size.
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string json_path = ::testing::TempDir() + "scale.json";
+  const std::string svg_path = ::testing::TempDir() + "scale.svg";
+  std::ofstream(json_path) << r.out;
+  ASSERT_EQ(std::system(("python3 " + std::string(TPUSIM_SOURCE_DIR) + "/scripts/plot_scale.py " + json_path + " " +
+                         svg_path)
+                            .c_str()),
+            0);
+  std::ifstream svg(svg_path);
+  std::stringstream ss;
+  ss << svg.rdbuf();
+  const std::string s = ss.str();
+  EXPECT_THAT(s, HasSubstr("<svg"));
+  std::size_t bars = 0;
+  for (std::size_t at = s.find("<rect"); at != std::string::npos; at = s.find("<rect", at + 1)) ++bars;
+  EXPECT_EQ(bars, 3u);
+  EXPECT_THAT(s, HasSubstr("8 (8)"));
+}
+
+TEST(CliSpmd, ScaleStrongScalingWithOneModulePerSize) {
+  // The generator's layer for tp = 8 and tp = 16 (same global problem), run
+  // as model.{chips}.hlo on v5p rings of 8 and 16 in symmetric mode.
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  const std::string dir = ::testing::TempDir();
+  ASSERT_EQ(std::system(("python3 " + gen + " --tp 8 -o " + dir + "strong.8.hlo").c_str()), 0);
+  ASSERT_EQ(std::system(("python3 " + gen + " --tp 16 -o " + dir + "strong.16.hlo").c_str()), 0);
+  const auto r = tpusim({"scale", dir + "strong.{chips}.hlo", "--chip", "v5p", "--systems", "8,16", "--wrap",
+                         "--mode", "symmetric", "--strong", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["scaling"], "strong");
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& a = j["rows"][0];
+  const auto& b = j["rows"][1];
+  EXPECT_EQ(b["program"], dir + "strong.16.hlo");
+  const double t8 = a["step_time_s"].get<double>(), t16 = b["step_time_s"].get<double>();
+  EXPECT_NEAR(b["scaling_efficiency"].get<double>(), t8 * 8 / (t16 * 16), 1e-12);
+  // Half the per-chip compute, but the two all-reduces of V = 16 MiB grow:
+  // ring of 16, w = 9e10: 2·15/16·V/(2w) + 2·8 hops = 190.8 us each.
+  EXPECT_LT(b["compute_s"].get<double>(), 0.65 * a["compute_s"].get<double>());
+  const double ar16 = 2 * 15.0 / 16.0 * 16777216.0 / 1.8e11 + 16e-6;
+  EXPECT_NEAR(b["exposed_communication_s"].get<double>(), 2 * ar16, 0.05 * 2 * ar16);
+}
+
+TEST(CliSpmd, ScaleFlagErrorsAndFailedSizes) {
+  const auto bad = tpusim({"scale", kTp8, "--systems", "4x4,4x"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--systems: error: '4x' is not a system shape"));
+  EXPECT_EQ(tpusim({"scale", kTp8}).code, kUsageError);  // --systems is required
+  // tp8 needs 8 chips: the 2x2 row fails (exit 1) and says why.
+  const auto small = tpusim({"scale", kTp8, "--chip", "v5p", "--systems", "2x2"});
+  EXPECT_EQ(small.code, kFailure);
+  EXPECT_THAT(small.err, HasSubstr("--systems 2x2:"));
+  EXPECT_THAT(small.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(SpmdGenerator, ReproducesTheShippedTp8LayerAndEmitsMeshGroups) {
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string tp8 = ::testing::TempDir() + "gen_tp8.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 1 --tp 8 -o " + tp8).c_str()), 0);
+  auto body = [](const std::string& text) { return text.substr(text.find("HloModule")); };
+  EXPECT_EQ(body(read_all(tp8)), body(read_all(kTp8)));
+
+  // A [2 data x 4 model] mesh: per-device batch 1, 8 heads, MLP 2752; the
+  // all-reduces run over the model groups {0..3} and {4..7}.
+  const std::string mesh = ::testing::TempDir() + "gen_dp2_tp4.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 2 --tp 4 -o " + mesh).c_str()), 0);
+  const std::string text = read_all(mesh);
+  EXPECT_THAT(text, HasSubstr("num_partitions=8"));
+  EXPECT_THAT(text, HasSubstr("bf16[4096,1024]{1,0} parameter(2), sharding={devices=[1,4,2]<=[2,4]T(1,0) "
+                              "last_tile_dim_replicate}"));
+  EXPECT_THAT(text, HasSubstr("replica_groups={{0,1,2,3},{4,5,6,7}}"));
+  EXPECT_THAT(text, HasSubstr("bf16[4096,2752]"));
+  const auto r = tpusim({"run", mesh, "--chip", "v5e", "--system", "4x2", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  EXPECT_EQ(j["collectives"][0]["group_size"], 4);
+  EXPECT_EQ(j["collectives"][0]["count"], 2);
+  // x lines of 4 without wraparound, v5e w = 4.5e10: 2·3/4·V/w + 2·3 hops, V = 16 MiB.
+  const double expect = 1.5 * 16777216.0 / 4.5e10 + 6e-6;
+  EXPECT_NEAR(j["collectives"][0]["time_s"].get<double>(), expect, 0.05 * expect);
+
+  EXPECT_NE(std::system(("python3 " + gen + " --tp 3 -o /dev/null 2>/dev/null").c_str()), 0);
+}
+
+TEST(SpmdGenerator, FsdpAllGathersEveryWeightOverTheDataGroups) {
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  // FSDP on a [2 data x 4 model] mesh: every weight is also sharded over 'data' and
+  // all-gathered over the data groups {0,4},{1,5},… before its use.
+  const std::string fsdp = ::testing::TempDir() + "gen_fsdp.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --dp 2 --tp 4 --fsdp -o " + fsdp).c_str()), 0);
+  const std::string ftext = read_all(fsdp);
+  EXPECT_THAT(ftext, HasSubstr("%wq.3 = bf16[2048,1024]{1,0} parameter(2), sharding={devices=[2,4]<=[8]}"));
+  EXPECT_THAT(ftext, HasSubstr("%all-gather.wq.3 = bf16[4096,1024]{1,0} all-gather(bf16[2048,1024]{1,0} %wq.3)"));
+  EXPECT_THAT(ftext, HasSubstr("replica_groups={{0,4},{1,5},{2,6},{3,7}}, dimensions={1}"));
+  const auto f = tpusim({"run", fsdp, "--chip", "v5e", "--system", "4x2", "--format", "json"});
+  ASSERT_EQ(f.code, kOk) << f.err;
+  const auto fj = nlohmann::json::parse(f.out);
+  // all-reduce (TP) + two all-gather sizes: Wq/Wk/Wv/Wo bf16[4096,1024] (4x)
+  // and Wgate/Wup/Wdown bf16[4096,2752] (3x).
+  ASSERT_EQ(fj["collectives"].size(), 3u);
+  double gathers = 0;
+  for (const auto& c : fj["collectives"]) {
+    if (c["op"] != "all-gather") continue;
+    gathers += c["count"].get<double>();
+    EXPECT_EQ(c["group_size"], 2);
+    // A y line of 2 on v5e: (N-1)/N · V / w + 1 hop.
+    const double v = c["bytes"].get<double>();
+    const double expect_ag = 0.5 * v / 4.5e10 + 1e-6;
+    EXPECT_NEAR(c["time_s"].get<double>(), expect_ag, 0.05 * expect_ag);
+  }
+  EXPECT_EQ(gathers, 7);
+}
+
+}  // namespace
+}  // namespace tpusim::cli

@@ -1,0 +1,201 @@
+// The pure pieces of the SPMD model: collective timers (placeholder and
+// network), the VPU reduction cost, replica-group resolution, V from the
+// instruction's tiles, and the interval union behind "exposed
+// communication". Expected numbers come from collectives.md's closed forms
+// and the preset figures, derived in the comments.
+#include <cmath>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/config_loader.h"
+#include "sim/collective_timer.h"
+#include "sim/interval_union.h"
+
+namespace tpusim {
+namespace {
+
+using interconnect::CollectiveKind;
+using ::testing::HasSubstr;
+
+LoadedConfig chip_with(const std::string& preset, std::vector<std::string> sets) {
+  auto cfg = load_config(preset, sets);
+  EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : format_all(cfg.errors()));
+  return std::move(cfg).value();
+}
+
+std::shared_ptr<const interconnect::ReplicaGroups> groups_of(interconnect::ReplicaGroups g) {
+  return std::make_shared<const interconnect::ReplicaGroups>(std::move(g));
+}
+
+std::shared_ptr<const interconnect::ReplicaGroups> all_of(std::int64_t n) {
+  interconnect::ReplicaGroup g;
+  for (std::int64_t d = 0; d < n; ++d) g.push_back(d);
+  return groups_of({g});
+}
+
+NetworkCollectiveTimer timer_for(const ChipConfig& chip) {
+  auto topo = interconnect::Topology::from_config(chip.system);
+  EXPECT_TRUE(topo.ok());
+  return NetworkCollectiveTimer(chip, std::move(topo).value());
+}
+
+TEST(CollectiveTimer, RingAllGatherMatchesCollectivesMdWorkedExample) {
+  // collectives.md worked example: 8 chips on a ring, v5e links w = 4.5e10
+  // B/s, V = 33,554,432 B: AllGather 7/8 · V / (2w) = 326.2 us, plus
+  // ceil(7/2) = 4 hops of 1 us.
+  const LoadedConfig cfg = chip_with("v5e", {"system.topology=[8]", "system.wraparound=[true]"});
+  NetworkCollectiveTimer timer = timer_for(cfg.chip);
+  CollectiveRequest r{CollectiveKind::kAllGather, 33554432.0, all_of(8), isa::DType::kBf16};
+  auto t = timer.time(r);
+  ASSERT_TRUE(t.ok());
+  const double expect = 7.0 / 8.0 * 33554432.0 / 9e10 + 4e-6;
+  EXPECT_NEAR(t->seconds, expect, 0.05 * expect);
+  EXPECT_EQ(t->group_size, 8);
+  EXPECT_EQ(t->bound, "bandwidth");
+  EXPECT_THAT(t->algorithm, HasSubstr("x:ring"));
+}
+
+TEST(CollectiveTimer, LineAllReduceIncludesVpuReductionAndIsCached) {
+  // v5p, 8 chips without wraparound (a line), w = 9e10: AllReduce
+  // 2 · 7/8 · V / w = 326.2 us for V = 16 MiB; latency adds 2 · 7 hops.
+  const LoadedConfig cfg = chip_with("v5p", {"system.topology=[8]"});
+  NetworkCollectiveTimer timer = timer_for(cfg.chip);
+  const double v = 16777216.0;
+  CollectiveRequest r{CollectiveKind::kAllReduce, v, all_of(8), isa::DType::kBf16};
+  auto t = timer.time(r);
+  ASSERT_TRUE(t.ok());
+  const double bandwidth_term = 2 * 7.0 / 8.0 * v / 9e10;
+  EXPECT_NEAR(t->seconds, bandwidth_term + 14e-6, 0.05 * bandwidth_term);
+  EXPECT_THAT(t->algorithm, HasSubstr("x:line"));
+
+  // The reduction makes it slower than the same schedule with free adds.
+  interconnect::CollectiveSpec spec;
+  spec.kind = CollectiveKind::kAllReduce;
+  spec.bytes = v;
+  auto free_adds = interconnect::simulate_collective(timer.topology(),
+                                                     interconnect::NetworkParams::from_config(cfg.chip.ici, cfg.chip.dcn), spec);
+  ASSERT_TRUE(free_adds.ok());
+  EXPECT_GT(t->seconds, free_adds->seconds);
+
+  // Same request again: served from the cache, no second network run.
+  EXPECT_EQ(timer.network_runs(), 1u);
+  auto again = timer.time(r);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->seconds, t->seconds);
+  EXPECT_EQ(timer.network_runs(), 1u);
+  EXPECT_EQ(timer.cache_hits(), 1u);
+  r.bytes = v / 2;
+  ASSERT_TRUE(timer.time(r).ok());
+  EXPECT_EQ(timer.network_runs(), 2u);
+
+  // Link busy per axis: a line all-reduce moves 2·(N-1)/N·V per chip over
+  // its links: summed over all links, 8 chips × 2 × 7/8 × V / w of busy time
+  // (each byte crosses one link per hop; the ring's V/N shards travel
+  // neighbour to neighbour). 14 link directions on a line of 8.
+  EXPECT_EQ(t->axis_links[0], 14);
+  EXPECT_NEAR(t->axis_busy_s[0], 8 * 2 * 7.0 / 8.0 * v / 9e10, 0.02 * 8 * 2 * 7.0 / 8.0 * v / 9e10);
+}
+
+TEST(CollectiveTimer, SmallMessagesAreLatencyBound) {
+  // 1 KiB over a ring of 8: the bandwidth term is 7/8 · 1024 / 9e10 = 10 ns
+  // against 4 hops of 1 us.
+  const LoadedConfig cfg = chip_with("v5e", {"system.topology=[8]", "system.wraparound=[true]"});
+  NetworkCollectiveTimer timer = timer_for(cfg.chip);
+  auto t = timer.time({CollectiveKind::kAllGather, 1024.0, all_of(8), isa::DType::kBf16});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->bound, "latency");
+  EXPECT_NEAR(t->seconds, 4e-6, 0.1 * 4e-6);
+}
+
+TEST(CollectiveTimer, PlaceholderIsBytesOverTotalIciBandwidthPlusOneHop) {
+  // v5e: 4 links × 45 GB/s × efficiency 1 = 180 GB/s; 18 MB takes 100 us + 1 us.
+  const LoadedConfig cfg = chip_with("v5e", {});
+  PlaceholderCollectiveTimer timer(cfg.chip);
+  auto t = timer.time({CollectiveKind::kAllReduce, 18e6, nullptr, isa::DType::kBf16});
+  ASSERT_TRUE(t.ok());
+  EXPECT_NEAR(t->seconds, 101e-6, 1e-12);
+  EXPECT_EQ(t->algorithm, "placeholder");
+}
+
+TEST(CollectiveTimer, VpuReductionCostFollowsVpuRates) {
+  // v5e VPU: 8 sublanes × 128 lanes, bf16 packs 2 per 32-bit element, so a
+  // vreg holds 2048 bf16. 1 MiB = 524,288 bf16 = 256 vregs. Adding them
+  // into a partial reads 2 and writes 1 vreg per result: issue = max(256/4
+  // ALU, 512/3 loads = 171, 256/1 stores) = 256 cycles; done = 256 - 1 + 2
+  // (ALU latency) = 257 cycles at 1.5 GHz.
+  const LoadedConfig cfg = chip_with("v5e", {});
+  const auto cost = vpu_reduction_cost(cfg.chip, isa::DType::kBf16);
+  EXPECT_NEAR(cost(1048576.0), 257 / 1.5e9, 1e-13);
+  // f32: 1024 per vreg, so the same 4 KiB per vreg and the same 257 cycles;
+  // 3 MiB of f32 = 768 vregs: issue max(192, 512, 768) = 768, done 769.
+  EXPECT_NEAR(vpu_reduction_cost(cfg.chip, isa::DType::kF32)(1048576.0), 257 / 1.5e9, 1e-13);
+  EXPECT_NEAR(vpu_reduction_cost(cfg.chip, isa::DType::kF32)(3 * 1048576.0), 769 / 1.5e9, 1e-13);
+  EXPECT_EQ(cost(0), 0.0);
+}
+
+TEST(CollectiveTimer, VBytesFromInstructionTiles) {
+  // collectives.md: V is the gathered result (AG), the unreduced input
+  // (RS, AR), the whole array N × per-device buffer (A2A).
+  EXPECT_EQ(collective_v_bytes(CollectiveKind::kAllGather, 100, 800, 8), 800);
+  EXPECT_EQ(collective_v_bytes(CollectiveKind::kReduceScatter, 800, 100, 8), 800);
+  EXPECT_EQ(collective_v_bytes(CollectiveKind::kAllReduce, 800, 800, 8), 800);
+  EXPECT_EQ(collective_v_bytes(CollectiveKind::kAllToAll, 100, 100, 8), 800);
+  EXPECT_EQ(collective_v_bytes(CollectiveKind::kCollectivePermute, 100, 100, 2), 100);
+}
+
+TEST(CollectiveTimer, ResolveGroupsTilesDataParallelCopiesAndRejectsBadGroups) {
+  std::int64_t tiled = 0;
+  const isa::ReplicaGroups tp8{{0, 1, 2, 3, 4, 5, 6, 7}};
+  auto g = resolve_groups(&tp8, false, 64, tiled);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(tiled, 8);
+  ASSERT_EQ(g->size(), 8u);
+  EXPECT_EQ((*g)[3], (interconnect::ReplicaGroup{24, 25, 26, 27, 28, 29, 30, 31}));
+
+  auto all = resolve_groups(nullptr, false, 4, tiled);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (interconnect::ReplicaGroups{{0, 1, 2, 3}}));
+
+  const isa::ReplicaGroups too_big{{0, 9}};
+  auto e1 = resolve_groups(&too_big, false, 8, tiled);
+  ASSERT_FALSE(e1.ok());
+  EXPECT_THAT(e1.errors().front().message, HasSubstr("device 9 but the system has 8 chips"));
+  const isa::ReplicaGroups twice{{0, 1}, {1, 2}, {3}};
+  ASSERT_FALSE(resolve_groups(&twice, false, 4, tiled).ok());
+  const isa::ReplicaGroups hole{{0, 2}};
+  auto e3 = resolve_groups(&hole, false, 3, tiled);
+  ASSERT_FALSE(e3.ok());
+  EXPECT_THAT(e3.errors().front().message, HasSubstr("device 1 (of 0..2) is in no replica group"));
+  const isa::ReplicaGroups three{{0, 1, 2}};
+  auto e4 = resolve_groups(&three, false, 8, tiled);
+  ASSERT_FALSE(e4.ok());
+  EXPECT_THAT(e4.errors().front().message, HasSubstr("does not divide"));
+
+  const isa::ReplicaGroups pairs{{0, 1}, {1, 0}};
+  auto p = resolve_groups(&pairs, true, 4, tiled);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, (interconnect::ReplicaGroups{{0, 1}, {1, 0}, {2, 3}, {3, 2}}));
+}
+
+TEST(IntervalUnion, MergesOverlapsAndSubtracts) {
+  IntervalUnion compute;
+  compute.add(0, 2);
+  compute.add(1, 3);   // overlaps: [0,3)
+  compute.add(5, 6);
+  compute.add(3, 4);   // touches: [0,4)
+  compute.add(7, 7);   // empty: ignored
+  EXPECT_EQ(compute.pieces(), 2u);
+  EXPECT_DOUBLE_EQ(compute.measure(), 5.0);
+  IntervalUnion comm;
+  comm.add(2, 8);      // covered by compute on [2,4) and [5,6): 3 of 6
+  EXPECT_DOUBLE_EQ(comm.measure_minus(compute), 3.0);
+  EXPECT_DOUBLE_EQ(compute.measure_minus(comm), 2.0);  // [0,2)
+  IntervalUnion all;
+  all.add(-1, 10);
+  all.add(0, 1);       // inside: no change
+  EXPECT_EQ(all.pieces(), 1u);
+  EXPECT_DOUBLE_EQ(comm.measure_minus(all), 0.0);
+}
+
+}  // namespace
+}  // namespace tpusim
