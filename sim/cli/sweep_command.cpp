@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
 #include "common/units.h"
 #include "sim/sweep/analysis.h"
+#include "sim/sweep/mpi/launch.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/spec.h"
 
@@ -27,15 +29,57 @@ std::string self_binary() {
 
 }  // namespace
 
-int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+namespace {
+
+// Rank 0 of a distributed sweep (or a local run when `link` is null).
+int coordinate(const SweepOptions& s, sweep::RunnerOptions ro, sweep::RankLink* link,
+               std::ostream& out, std::ostream& err) {
   auto spec = sweep::load_sweep_spec(s.spec);
   if (!spec) {
     err << format_all(spec.errors());
+    if (link != nullptr) sweep::release_workers(*link);
+    return kUsageError;
+  }
+  ro.workers = link;
+  auto sum = sweep::run_sweep(*spec, ro, err);
+  if (!sum) {
+    err << format_all(sum.errors());
+    if (link != nullptr) sweep::release_workers(*link);
+    return kUsageError;
+  }
+  out << sweep::format_summary(*spec, ro, *sum);
+  if (link != nullptr) {
+    out << fmt::format("  ranks: {} (rank 0 coordinates and writes; {} run{} per rank at once)\n", link->size(),
+                       ro.jobs, ro.jobs == 1 ? "" : "s");
+  }
+  return sum->failed + sum->timeout > 0 ? kFailure : kOk;
+}
+
+}  // namespace
+
+int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+  // Under mpirun with several ranks every rank gets here with the same
+  // arguments; only rank 0 reads the spec and prints.
+  const sweep::MpiLaunch launch = sweep::detect_mpi_launch();
+  const bool distributed = launch.launched && launch.size != 1;
+  std::ostringstream silenced;
+  std::ostream& rank_err = distributed && launch.rank != 0 ? silenced : err;
+  if (distributed && !sweep::mpi_launcher_built()) {
+    // Every rank would run the whole sweep and append to one file: refuse.
+    if (launch.rank == 0) {
+      err << fmt::format(
+          "tpusim sweep: started by an MPI launcher ({}={}) but this tpusim was built without MPI "
+          "(configure with libopenmpi-dev installed, CMake option TPUSIM_MPI=ON); run it without mpirun, or "
+          "split the sweep with --shard K/N\n",
+          launch.launcher, launch.size);
+    }
     return kUsageError;
   }
   sweep::RunnerOptions ro;
   ro.binary = self_binary();
-  ro.jobs = s.jobs > 0 ? s.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  // One run per rank by default under mpirun (one rank per slot), else one per core.
+  ro.jobs = s.jobs > 0 ? s.jobs
+                       : distributed ? 1 : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   ro.resume = s.resume;
   ro.verbosity = opt.verbosity;
   ro.tty = isatty(STDERR_FILENO) != 0;
@@ -43,7 +87,7 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
     double t = 0;
     std::string e;
     if (!parse_number(s.timeout, t) && !parse_quantity(s.timeout, Dimension::kSeconds, t, e)) {
-      err << fmt::format("tpusim sweep: --timeout takes a duration such as 30 s or 30, got '{}'\n", s.timeout);
+      rank_err << fmt::format("tpusim sweep: --timeout takes a duration such as 30 s or 30, got '{}'\n", s.timeout);
       return kUsageError;
     }
     ro.timeout_s = t;
@@ -61,7 +105,7 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
   if (!shard.empty()) {
     std::string e;
     if (!sweep::parse_shard(shard, ro.shard_index, ro.shard_count, e)) {
-      err << "tpusim sweep: " << e << "\n";
+      rank_err << "tpusim sweep: " << e << "\n";
       return kUsageError;
     }
   }
@@ -71,13 +115,22 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
     if (ro.shard_count > 1) name += fmt::format(".shard-{}-of-{}", ro.shard_index, ro.shard_count);
     ro.results_path = (fs::path(opt.out_dir.empty() ? "." : opt.out_dir) / (name + ".jsonl")).string();
   }
-  auto sum = sweep::run_sweep(*spec, ro, err);
-  if (!sum) {
-    err << format_all(sum.errors());
+  if (!distributed) return coordinate(s, ro, nullptr, out, err);
+
+  std::string e;
+  auto link = sweep::open_mpi_link(e);
+  if (!link) {
+    rank_err << "tpusim sweep: " << e << "\n";
     return kUsageError;
   }
-  out << sweep::format_summary(*spec, ro, *sum);
-  return sum->failed + sum->timeout > 0 ? kFailure : kOk;
+  if (link->size() == 1) return coordinate(s, ro, nullptr, out, err);
+  if (link->rank() == 0) return coordinate(s, ro, link.get(), out, err);
+  auto ran = sweep::run_sweep_worker(ro, *link);
+  if (!ran) {
+    err << format_all(ran.errors());
+    link->abort(kUsageError);
+  }
+  return kOk;
 }
 
 namespace {
