@@ -48,10 +48,6 @@ int coordinate(const SweepOptions& s, sweep::RunnerOptions ro, sweep::RankLink* 
     return kUsageError;
   }
   out << sweep::format_summary(*spec, ro, *sum);
-  if (link != nullptr) {
-    out << fmt::format("  ranks: {} (rank 0 coordinates and writes; {} run{} per rank at once)\n", link->size(),
-                       ro.jobs, ro.jobs == 1 ? "" : "s");
-  }
   return sum->failed + sum->timeout > 0 ? kFailure : kOk;
 }
 

@@ -314,7 +314,8 @@ class Progress {
   Progress(const RunnerOptions& opt, std::ostream& err, std::size_t total)
       : opt_(opt), err_(err), total_(total), start_(Clock::now()) {}
 
-  void point_done(const Record& r, std::size_t ok, std::size_t bad) {
+  // `rank` >= 0: the rank of a distributed sweep that ran it.
+  void point_done(const Record& r, std::size_t ok, std::size_t bad, int rank) {
     ++done_;
     ok_ = ok;
     bad_ = bad;
@@ -323,9 +324,10 @@ class Progress {
       draw();
       return;
     }
-    err_ << fmt::format("[{}/{}] {:<7} point {} {} {} ({:.2f} s){}\n", done_, total_, r["status"].get<std::string>(),
+    err_ << fmt::format("[{}/{}] {:<7} point {} {} {} ({:.2f} s{}){}\n", done_, total_, r["status"].get<std::string>(),
                         r["point"].get<std::size_t>(), r["workload"].get<std::string>(), params_text(r),
                         r.contains("wall_s") ? r["wall_s"].get<double>() : 0.0,
+                        rank >= 0 ? fmt::format(", rank {}", rank) : "",
                         r["error"].get<std::string>().empty() ? "" : ": " + first_line(r["error"].get<std::string>()));
     err_.flush();
   }
@@ -488,7 +490,8 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   }
 
   Progress progress(opt, err, immediate.size() + queue.size());
-  auto record = [&](Record& r) -> bool {
+  RankLink* link = opt.workers != nullptr && opt.workers->size() > 1 ? opt.workers : nullptr;
+  auto record = [&](Record& r, int rank = -1) -> bool {
     const std::string status = r["status"].get<std::string>();
     if (status == "ok") ++sum.ok;
     if (status == "failed") ++sum.failed;
@@ -496,7 +499,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
     if (status == "infeasible") ++sum.infeasible;
     if (status == "failed" || status == "timeout") sum.failures.push_back(r);
     const bool ok = write_all(fd, in_field_order(r).dump() + "\n");
-    progress.point_done(r, sum.ok, sum.failed + sum.timeout);
+    progress.point_done(r, sum.ok, sum.failed + sum.timeout, link != nullptr && rank < 0 ? 0 : rank);
     return ok;
   };
   for (auto& r : immediate) {
@@ -505,7 +508,6 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
 
   // Rank 0 of a distributed sweep serves the other ranks from the same
   // queue between its own runs; with no other ranks this is the local runner.
-  RankLink* link = opt.workers != nullptr && opt.workers->size() > 1 ? opt.workers : nullptr;
   const int nworkers = link != nullptr ? link->size() - 1 : 0;
   std::vector<std::map<std::size_t, Item>> lent(static_cast<std::size_t>(nworkers) + 1);  // by rank
   int workers_done = 0;
@@ -536,7 +538,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
         if (!has_index || lent[from].erase(idx) == 0) {
           return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a record for run {} it was not given", m->from, idx), ""};
         }
-        if (!record(r)) write_error = "write failed";
+        if (!record(r, m->from)) write_error = "write failed";
       } else if (m->tag == RankTag::kDone) {
         ++workers_done;
         // A rank that ends with runs outstanding lost them: record that, never drop them.
@@ -544,7 +546,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
           it.record["status"] = "failed";
           it.record["metrics"] = Record::object();
           it.record["error"] = fmt::format("rank {} finished without returning this run", m->from);
-          if (!record(it.record)) write_error = "write failed";
+          if (!record(it.record, m->from)) write_error = "write failed";
         }
         lent[from].clear();
       }
@@ -642,6 +644,10 @@ std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, cons
   out += fmt::format("\n  {} ok, {} failed, {} timeout, {} infeasible, {} already recorded; {:.1f} s wall\n", s.ok,
                      s.failed, s.timeout, s.infeasible, s.skipped, s.wall_s);
   out += fmt::format("  results: {}\n", opt.results_path);
+  if (opt.workers != nullptr && opt.workers->size() > 1) {
+    out += fmt::format("  ranks: {} (rank 0 coordinates and writes; up to {} run{} per rank at once)\n",
+                       opt.workers->size(), opt.jobs, opt.jobs == 1 ? "" : "s");
+  }
   if (!s.failures.empty()) {
     out += "failures:\n";
     for (const auto& r : s.failures) {
