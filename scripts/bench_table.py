@@ -36,6 +36,14 @@ for b in raw.get("benchmarks", []):
     elif name.startswith("BM_HbmStreamFraction"):
         f = b["fraction_of_hbm_bw"]
         add("HBM streaming copy, fraction of bandwidth", round(f, 4), "", ">= 0.90", f >= 0.90)
+    elif name.startswith("BM_SweepRunnerOverheadPerPoint"):
+        ms = b["overhead_ms_per_point"]
+        add(f"sweep runner overhead per point (sweep {b['sweep_ms_per_point']:.1f} ms - direct run "
+            f"{b['direct_run_ms_per_point']:.1f} ms)", round(ms, 1), "ms", "<= 20", ms <= 20)
+    elif name.startswith("BM_Sweep1000Points"):
+        s = b["seconds"]
+        how = "mpirun -np 2" if "Mpi" in name else "-j 2"
+        add(f"1,000-point sweep of matmul.tasm, {how}", round(s, 1), "s", "<= 300", s <= 300)
     else:
         add(name, b.get("real_time"), b.get("time_unit", ""), "", None)
 
