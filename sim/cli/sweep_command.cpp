@@ -53,6 +53,28 @@ int coordinate(const SweepOptions& s, sweep::RunnerOptions ro, sweep::RankLink* 
 
 }  // namespace
 
+const char* sweep_help_footer() {
+  return "Every (point, workload) runs as a child process (tpusim run|analyze ... --format json) and is\n"
+         "appended to the results file (JSON Lines) as it ends; see docs/sweeps.md.\n"
+         "\n"
+         "Examples:\n"
+         "  tpusim sweep configs/sweeps/mxu_vs_hbm.yaml -j 2         # writes ./mxu_vs_hbm.jsonl\n"
+         "  tpusim sweep spec.yaml --resume                          # continue after a kill or a crash\n"
+         "  tpusim sweep spec.yaml --shard 3/16 --out results/       # one of 16 independent shards\n"
+         "  mpirun -np 64 tpusim sweep spec.yaml --resume            # 64 ranks pull runs; rank 0 writes\n"
+         "  tpusim sweep report mxu_vs_hbm.jsonl                     # best points, Pareto front, sensitivity\n"
+         "  tpusim sweep export mxu_vs_hbm.jsonl -o mxu_vs_hbm.csv\n"
+         "  scripts/plot_sweep.py mxu_vs_hbm.jsonl --out plots/      # heat map, Pareto, scaling (PNG, SVG)\n"
+         "\n"
+         "Under mpirun (of the MPI tpusim was built with; Debian: Open MPI): rank 0 reads the spec, writes\n"
+         "the results and runs its share; every rank runs -j points at once (default 1 per rank), each as\n"
+         "a child process.\n"
+         "With one rank it is a local run. Without mpirun MPI is never initialized.\n"
+         "\n"
+         "Exit codes: 0 every run ok or infeasible; 1 some run failed or timed out (listed in the summary);\n"
+         "2 bad spec, bad flags, or the results file exists without --resume.";
+}
+
 int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
   // Under mpirun with several ranks every rank gets here with the same
   // arguments; only rank 0 reads the spec and prints.
