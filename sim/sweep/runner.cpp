@@ -510,12 +510,14 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   // queue between its own runs; with no other ranks this is the local runner.
   const int nworkers = link != nullptr ? link->size() - 1 : 0;
   std::vector<std::map<std::size_t, Item>> lent(static_cast<std::size_t>(nworkers) + 1);  // by rank
+  std::vector<bool> finished(static_cast<std::size_t>(nworkers) + 1, false);
   int workers_done = 0;
   std::string write_error;
   auto serve = [&]() -> std::optional<Diagnostic> {
     while (auto m = link->try_receive()) {
       const auto from = static_cast<std::size_t>(m->from);
-      if (m->from < 1 || m->from > nworkers) continue;
+      // A rank that said kDone gets nothing more: what it took could never come back.
+      if (m->from < 1 || m->from > nworkers || finished[from]) continue;
       if (m->tag == RankTag::kRequest) {
         if (queue.empty()) {
           link->send(m->from, RankTag::kStop, "");
@@ -541,6 +543,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
         if (!record(r, m->from)) write_error = "write failed";
       } else if (m->tag == RankTag::kDone) {
         ++workers_done;
+        finished[from] = true;
         // A rank that ends with runs outstanding lost them: record that, never drop them.
         for (auto& [idx, it] : lent[from]) {
           it.record["status"] = "failed";
