@@ -35,14 +35,29 @@ class InputError(Exception):
     """Bad input or options: printed as 'plot_sweep: error: ...', exit 2."""
 
 
-def config_keys():
-    """Every config key, from the one table that declares them."""
+BASE_UNITS = {"kBandwidth": "B/s", "kSize": "B", "kFrequency": "Hz", "kTime": "s"}
+
+
+def config_table():
+    """{config key: base unit or ''}, from the one table that declares them; None if unreadable."""
     path = os.path.join(ROOT, "common", "params.def")
     try:
         with open(path, encoding="utf-8") as f:
-            return set(re.findall(r"^TPUSIM_PARAM\(([\w.]+),", f.read(), re.M))
+            rows = re.findall(r"^TPUSIM_PARAM\(([\w.]+),\s*(\w+)", f.read(), re.M)
     except OSError:
         return None
+    return {k: BASE_UNITS.get(kind, "") for k, kind in rows}
+
+
+def config_keys():
+    t = config_table()
+    return None if t is None else set(t)
+
+
+def unit_label(key):
+    """'hbm.bandwidth (B/s)' for a key with a unit (values are in base units)."""
+    unit = (config_table() or {}).get(key, "")
+    return f"{key} ({unit})" if unit else key
 
 
 def number(v):
@@ -405,7 +420,7 @@ def scaling(plt, recs, args, workloads):
     check_metric(recs, args.metric)
     others = [a for a in axes if a != pa]
     is_list = any(list_product(r.params[key][1]) is not None for r in recs)
-    xlabel = f"chips ({key} product)" if is_list and "topology" in key else key
+    xlabel = f"chips ({key} product)" if is_list and "topology" in key else unit_label(key)
     fig, axs = panels(plt, len(workloads))
     for wi, (w, ax) in enumerate(zip(workloads, axs)):
         wr = usable([r for r in recs if r.workload == w], args.metric)
