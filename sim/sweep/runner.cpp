@@ -528,10 +528,8 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
         link->send(m->from, RankTag::kAssign, item_json(it).dump());
         lent[from].emplace(it.index, std::move(it));
       } else if (m->tag == RankTag::kResult) {
-        Record r;
-        try {
-          r = Record::parse(m->payload);
-        } catch (const std::exception&) {
+        Record r = Record::parse(m->payload, nullptr, /*allow_exceptions=*/false);
+        if (r.is_discarded()) {
           return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a malformed record", m->from), ""};
         }
         const bool has_index = r.is_object() && r.contains("_index") && r["_index"].is_number_unsigned();
@@ -605,13 +603,8 @@ Result<std::size_t> run_sweep_worker(const RunnerOptions& opt, RankLink& link) {
       } else if (m->tag == RankTag::kAssign) {
         asked = false;
         Item it;
-        Record j;
-        try {
-          j = Record::parse(m->payload);
-        } catch (const std::exception&) {
-          j = nullptr;
-        }
-        if (!item_from_json(j, it)) {
+        const Record j = Record::parse(m->payload, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded() || !item_from_json(j, it)) {
           return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {}: malformed run from rank 0", link.rank()), ""};
         }
         if (auto failed = exec.start(std::move(it))) send_result(*failed);

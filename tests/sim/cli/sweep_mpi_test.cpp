@@ -64,7 +64,7 @@ std::string mpirun(const std::string& exe, int ranks, const std::string& args) {
   std::string cmd;
 #if defined(__SANITIZE_ADDRESS__)
   // Open MPI keeps allocations alive at exit; LeakSanitizer would fail every rank.
-  cmd += "ASAN_OPTIONS=detect_leaks=0 ";
+  cmd += "env ASAN_OPTIONS=detect_leaks=0 ";
 #endif
   cmd += "'" + exe + "' -np " + std::to_string(ranks) + " --oversubscribe";
   if (geteuid() == 0) cmd += " --allow-run-as-root";
