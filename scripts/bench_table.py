@@ -54,6 +54,14 @@ for b in raw.get("benchmarks", []):
         wall = b["real_time"] / 1e3 if b.get("time_unit") == "ms" else b["real_time"]
         add("full mode, tp8 layer on 4x4x4 (64 chips), wall", round(wall, 2), "s", "<= 60", wall <= 60)
         add("full mode, 64 chips, peak memory", round(b["max_rss_MiB"], 1), "MiB", "", None)
+    elif name.startswith("BM_SweepRunnerOverheadPerPoint"):
+        ms = b["overhead_ms_per_point"]
+        add(f"sweep runner overhead per point (sweep {b['sweep_ms_per_point']:.1f} ms - direct run "
+            f"{b['direct_run_ms_per_point']:.1f} ms)", round(ms, 1), "ms", "<= 20", ms <= 20)
+    elif name.startswith("BM_Sweep1000Points"):
+        s = b["seconds"]
+        how = "mpirun -np 2" if "Mpi" in name else "-j 2"
+        add(f"1,000-point sweep of matmul.tasm, {how}", round(s, 1), "s", "<= 300", s <= 300)
     else:
         add(name, b.get("real_time"), b.get("time_unit", ""), "", None)
 

@@ -15,7 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   clang libclang-rt-14-dev  # libFuzzer targets (tests/fuzz)
-  python3
+  libopenmpi-dev openmpi-bin   # MPI sweep launcher (mpirun -np N tpusim sweep …)
+  python3 python3-matplotlib python3-numpy  # scripts/plot_sweep.py
 )
 
 missing=()

@@ -92,7 +92,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   SweepOptions sweep_opt;
   sweep->add_option("spec", sweep_opt.spec, "sweep.yaml");
   add_common_options(*sweep, opt, false);
-  sweep->add_option("-j,--jobs", sweep_opt.jobs, "Points run at once (default: number of cores)");
+  sweep->footer(sweep_help_footer());
+  sweep->add_option("-j,--jobs", sweep_opt.jobs, "Points run at once (default: number of cores; under mpirun 1 per rank)");
   sweep->add_option("--timeout", sweep_opt.timeout, "Per-point timeout, e.g. 30 s (default: the spec's)");
   sweep->add_flag("--resume", sweep_opt.resume, "Skip points already in the results file");
   sweep->add_option("--shard", sweep_opt.shard, "Run only shard K of N (K/N, 0-based; default from SLURM_ARRAY_TASK_*)");

@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <ostream>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
 #include "common/units.h"
 #include "sim/sweep/analysis.h"
+#include "sim/sweep/mpi/launch.h"
 #include "sim/sweep/runner.h"
 #include "sim/sweep/spec.h"
 
@@ -27,15 +29,75 @@ std::string self_binary() {
 
 }  // namespace
 
-int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+namespace {
+
+// Rank 0 of a distributed sweep (or a local run when `link` is null).
+int coordinate(const SweepOptions& s, sweep::RunnerOptions ro, sweep::RankLink* link,
+               std::ostream& out, std::ostream& err) {
   auto spec = sweep::load_sweep_spec(s.spec);
   if (!spec) {
     err << format_all(spec.errors());
+    if (link != nullptr) sweep::release_workers(*link);
+    return kUsageError;
+  }
+  ro.workers = link;
+  auto sum = sweep::run_sweep(*spec, ro, err);
+  if (!sum) {
+    err << format_all(sum.errors());
+    if (link != nullptr) sweep::release_workers(*link);
+    return kUsageError;
+  }
+  out << sweep::format_summary(*spec, ro, *sum);
+  return sum->failed + sum->timeout > 0 ? kFailure : kOk;
+}
+
+}  // namespace
+
+const char* sweep_help_footer() {
+  return "Every (point, workload) runs as a child process (tpusim run|analyze ... --format json) and is\n"
+         "appended to the results file (JSON Lines) as it ends; see docs/sweeps.md.\n"
+         "\n"
+         "Examples:\n"
+         "  tpusim sweep configs/sweeps/mxu_vs_hbm.yaml -j 2         # writes ./mxu_vs_hbm.jsonl\n"
+         "  tpusim sweep spec.yaml --resume                          # continue after a kill or a crash\n"
+         "  tpusim sweep spec.yaml --shard 3/16 --out results/       # one of 16 independent shards\n"
+         "  mpirun -np 64 tpusim sweep spec.yaml --resume            # 64 ranks pull runs; rank 0 writes\n"
+         "  tpusim sweep report mxu_vs_hbm.jsonl                     # best points, Pareto front, sensitivity\n"
+         "  tpusim sweep export mxu_vs_hbm.jsonl -o mxu_vs_hbm.csv\n"
+         "  scripts/plot_sweep.py mxu_vs_hbm.jsonl --out plots/      # heat map, Pareto, scaling (PNG, SVG)\n"
+         "\n"
+         "Under mpirun (of the MPI tpusim was built with; Debian: Open MPI): rank 0 reads the spec, writes\n"
+         "the results and runs its share; every rank runs -j points at once (default 1 per rank), each as\n"
+         "a child process.\n"
+         "With one rank it is a local run. Without mpirun MPI is never initialized.\n"
+         "\n"
+         "Exit codes: 0 every run ok or infeasible; 1 some run failed or timed out (listed in the summary);\n"
+         "2 bad spec, bad flags, or the results file exists without --resume.";
+}
+
+int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
+  // Under mpirun with several ranks every rank gets here with the same
+  // arguments; only rank 0 reads the spec and prints.
+  const sweep::MpiLaunch launch = sweep::detect_mpi_launch();
+  const bool distributed = launch.launched && launch.size != 1;
+  std::ostringstream silenced;
+  std::ostream& rank_err = distributed && launch.rank != 0 ? silenced : err;
+  if (distributed && !sweep::mpi_launcher_built()) {
+    // Every rank would run the whole sweep and append to one file: refuse.
+    if (launch.rank == 0) {
+      err << fmt::format(
+          "tpusim sweep: started by an MPI launcher ({}={}) but this tpusim was built without MPI "
+          "(configure with libopenmpi-dev installed, CMake option TPUSIM_MPI=ON); run it without mpirun, or "
+          "split the sweep with --shard K/N\n",
+          launch.launcher, launch.size);
+    }
     return kUsageError;
   }
   sweep::RunnerOptions ro;
   ro.binary = self_binary();
-  ro.jobs = s.jobs > 0 ? s.jobs : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  // One run per rank by default under mpirun (one rank per slot), else one per core.
+  ro.jobs = s.jobs > 0 ? s.jobs
+                       : distributed ? 1 : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   ro.resume = s.resume;
   ro.verbosity = opt.verbosity;
   ro.tty = isatty(STDERR_FILENO) != 0;
@@ -43,7 +105,7 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
     double t = 0;
     std::string e;
     if (!parse_number(s.timeout, t) && !parse_quantity(s.timeout, Dimension::kSeconds, t, e)) {
-      err << fmt::format("tpusim sweep: --timeout takes a duration such as 30 s or 30, got '{}'\n", s.timeout);
+      rank_err << fmt::format("tpusim sweep: --timeout takes a duration such as 30 s or 30, got '{}'\n", s.timeout);
       return kUsageError;
     }
     ro.timeout_s = t;
@@ -61,7 +123,7 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
   if (!shard.empty()) {
     std::string e;
     if (!sweep::parse_shard(shard, ro.shard_index, ro.shard_count, e)) {
-      err << "tpusim sweep: " << e << "\n";
+      rank_err << "tpusim sweep: " << e << "\n";
       return kUsageError;
     }
   }
@@ -71,13 +133,22 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
     if (ro.shard_count > 1) name += fmt::format(".shard-{}-of-{}", ro.shard_index, ro.shard_count);
     ro.results_path = (fs::path(opt.out_dir.empty() ? "." : opt.out_dir) / (name + ".jsonl")).string();
   }
-  auto sum = sweep::run_sweep(*spec, ro, err);
-  if (!sum) {
-    err << format_all(sum.errors());
+  if (!distributed) return coordinate(s, ro, nullptr, out, err);
+
+  std::string e;
+  auto link = sweep::open_mpi_link(e);
+  if (!link) {
+    rank_err << "tpusim sweep: " << e << "\n";
     return kUsageError;
   }
-  out << sweep::format_summary(*spec, ro, *sum);
-  return sum->failed + sum->timeout > 0 ? kFailure : kOk;
+  if (link->size() == 1) return coordinate(s, ro, nullptr, out, err);
+  if (link->rank() == 0) return coordinate(s, ro, link.get(), out, err);
+  auto ran = sweep::run_sweep_worker(ro, *link);
+  if (!ran) {
+    err << format_all(ran.errors());
+    link->abort(kUsageError);
+  }
+  return kOk;
 }
 
 namespace {

@@ -20,6 +20,9 @@ struct SweepOptions {
   std::string output;       // export: -o FILE ("" = stdout)
 };
 
+// The text after `tpusim sweep --help`'s options: examples, MPI, exit codes.
+const char* sweep_help_footer();
+
 int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err);
 int cmd_sweep_export(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err);
 int cmd_sweep_report(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <ostream>
 #include <poll.h>
+#include <map>
 #include <set>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -25,14 +26,46 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// One (point, workload) to run.
+// One (point, workload) to run: everything a rank needs, so a worker rank
+// runs it without the spec (item_json / item_from_json carry it over MPI).
 struct Item {
-  std::size_t index = 0;  // point × workloads + workload (the shard key)
-  const Point* point = nullptr;
-  const Workload* workload = nullptr;
-  Record record;          // filled up front: identity, params, values, area
+  std::size_t index = 0;            // point × workloads + workload (the shard key)
+  std::vector<std::string> args;    // argv after the binary
+  std::vector<std::string> metrics; // report paths to keep
+  double timeout_s = 0;             // 0 = none
+  ProxyModel proxy;
   double area = 0;
+  Record record;                    // filled up front: identity, params, values, area
 };
+
+// ordered_json throughout, so a record keeps its key order across ranks.
+Record item_json(const Item& it) {
+  Record proxy = Record::object();
+#define TPUSIM_PROXY_TO_JSON(n, def, doc) proxy[#n] = it.proxy.n;
+  TPUSIM_PROXY_COEFFS(TPUSIM_PROXY_TO_JSON)
+#undef TPUSIM_PROXY_TO_JSON
+  return {{"index", it.index}, {"args", it.args},   {"metrics", it.metrics}, {"timeout_s", it.timeout_s},
+          {"proxy", proxy},    {"area", it.area},   {"record", it.record}};
+}
+
+// False if `j` is not an item as item_json writes it.
+bool item_from_json(const Record& j, Item& it) {
+  try {
+    it.index = j.at("index").get<std::size_t>();
+    it.args = j.at("args").get<std::vector<std::string>>();
+    it.metrics = j.at("metrics").get<std::vector<std::string>>();
+    it.timeout_s = j.at("timeout_s").get<double>();
+    it.area = j.at("area").get<double>();
+    it.record = j.at("record");
+    const auto& proxy = j.at("proxy");
+#define TPUSIM_PROXY_FROM_JSON(n, def, doc) it.proxy.n = proxy.at(#n).get<double>();
+    TPUSIM_PROXY_COEFFS(TPUSIM_PROXY_FROM_JSON)
+#undef TPUSIM_PROXY_FROM_JSON
+    return it.record.is_object() && !it.args.empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 struct Child {
   pid_t pid = -1;
@@ -121,7 +154,7 @@ bool spawn(const std::vector<std::string>& args, Child& c, std::string& error) {
 }
 
 // Fills status, metrics, time, power from a finished child.
-void finish_record(const SweepSpec& spec, Child& c, int wait_status) {
+void finish_record(Child& c, int wait_status) {
   Record& r = c.item.record;
   const std::string mode = r["mode"].get<std::string>();
   r["wall_s"] = seconds_since(c.start);
@@ -139,7 +172,7 @@ void finish_record(const SweepSpec& spec, Child& c, int wait_status) {
   std::string error;
   if (c.timed_out) {
     status = "timeout";
-    error = fmt::format("killed after the {} s timeout", spec.timeout_s);
+    error = fmt::format("killed after the {} s timeout", c.item.timeout_s);
   } else if (WIFSIGNALED(wait_status)) {
     status = "failed";
     error = fmt::format("the simulation process died of signal {} ({})", WTERMSIG(wait_status),
@@ -154,9 +187,7 @@ void finish_record(const SweepSpec& spec, Child& c, int wait_status) {
   if (!c.err.empty() && status != "ok") error += ": " + trim_error(c.err);
   Record metrics = Record::object();
   if (parsed) {
-    const std::vector<std::string> paths =
-        spec.metrics.empty() ? default_metrics(mode == "run" ? Mode::kRun : Mode::kAnalyze) : spec.metrics;
-    for (const auto& p : paths) {
+    for (const auto& p : c.item.metrics) {
       const nlohmann::json* v = find_path(report, p);
       metrics[p] = v == nullptr ? nlohmann::json() : *v;
     }
@@ -177,19 +208,114 @@ void finish_record(const SweepSpec& spec, Child& c, int wait_status) {
       a = {num("total.flops"), num("total.bytes_accessed"), 0, num("total.bound_time_s")};
     }
     if (a.time_s > 0) r["time_s"] = a.time_s;
-    if (auto p = power_proxy(spec.proxy, c.item.area, a)) r["power_proxy"] = *p;
+    if (auto p = power_proxy(c.item.proxy, c.item.area, a)) r["power_proxy"] = *p;
   }
   r["status"] = status;
   r["metrics"] = std::move(metrics);
   r["error"] = error;
 }
 
+// Runs up to `jobs` items at once as child processes of `binary`.
+class Executor {
+ public:
+  Executor(std::string binary, int jobs) : binary_(std::move(binary)), jobs_(std::max(1, jobs)) {}
+
+  [[nodiscard]] bool has_slot() const { return static_cast<int>(running_.size()) < jobs_; }
+  [[nodiscard]] std::size_t running() const { return running_.size(); }
+
+  // Starts `it`; if it cannot be started, returns it with a failed record.
+  std::optional<Item> start(Item it) {
+    Child c;
+    c.item = std::move(it);
+    std::vector<std::string> args{binary_};
+    args.insert(args.end(), c.item.args.begin(), c.item.args.end());
+    std::string e;
+    if (!spawn(args, c, e)) {
+      c.item.record["status"] = "failed";
+      c.item.record["metrics"] = Record::object();
+      c.item.record["error"] = e;
+      return std::move(c.item);
+    }
+    running_.push_back(std::move(c));
+    return std::nullopt;
+  }
+
+  // Collects output for up to `wait_ms` (less if a deadline is nearer),
+  // kills children past their timeout, and returns the items that ended,
+  // their records filled. With nothing running it just sleeps.
+  Result<std::vector<Item>> poll_children(int wait_ms) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, int*>> owners;
+    for (std::size_t i = 0; i < running_.size(); ++i) {
+      Child& c = running_[i];
+      for (int* fdp : {&c.out_fd, &c.err_fd}) {
+        if (*fdp >= 0) {
+          fds.push_back(pollfd{*fdp, POLLIN, 0});
+          owners.emplace_back(i, fdp);
+        }
+      }
+      if (c.item.timeout_s > 0 && !c.timed_out) {
+        const double left = c.item.timeout_s - seconds_since(c.start);
+        wait_ms = std::min(wait_ms, std::max(0, static_cast<int>(left * 1000) + 1));
+      }
+    }
+    const int n = poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0 && errno != EINTR) return Diagnostic{"<sweep>", 0, 0, fmt::format("poll: {}", std::strerror(errno)), ""};
+    for (std::size_t k = 0; n > 0 && k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      Child& c = running_[owners[k].first];
+      int* fdp = owners[k].second;
+      char buf[65536];
+      const ssize_t got = read(*fdp, buf, sizeof buf);
+      if (got > 0) {
+        (fdp == &c.out_fd ? c.out : c.err).append(buf, static_cast<std::size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close(*fdp);
+        *fdp = -1;
+      }
+    }
+    // Timeouts, then reap children whose pipes are closed.
+    for (auto& c : running_) {
+      if (c.item.timeout_s > 0 && !c.timed_out && seconds_since(c.start) > c.item.timeout_s) {
+        kill(c.pid, SIGKILL);
+        c.timed_out = true;
+      }
+    }
+    std::vector<Item> ended;
+    for (std::size_t i = 0; i < running_.size();) {
+      Child& c = running_[i];
+      if (c.out_fd >= 0 || c.err_fd >= 0) {
+        ++i;
+        continue;
+      }
+      int status = 0;
+      while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      finish_record(c, status);
+      ended.push_back(std::move(c.item));
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return ended;
+  }
+
+ private:
+  std::string binary_;
+  int jobs_;
+  std::vector<Child> running_;
+};
+
+// How long rank 0 (and a worker) waits in poll() between looks at the
+// message queue: short, so a worker asking for a run waits at most this.
+constexpr int kRankPollMs = 2;
+constexpr int kLocalPollMs = 200;
+
 class Progress {
  public:
   Progress(const RunnerOptions& opt, std::ostream& err, std::size_t total)
       : opt_(opt), err_(err), total_(total), start_(Clock::now()) {}
 
-  void point_done(const Record& r, std::size_t ok, std::size_t bad) {
+  // `rank` >= 0: the rank of a distributed sweep that ran it.
+  void point_done(const Record& r, std::size_t ok, std::size_t bad, int rank) {
     ++done_;
     ok_ = ok;
     bad_ = bad;
@@ -198,9 +324,10 @@ class Progress {
       draw();
       return;
     }
-    err_ << fmt::format("[{}/{}] {:<7} point {} {} {} ({:.2f} s){}\n", done_, total_, r["status"].get<std::string>(),
+    err_ << fmt::format("[{}/{}] {:<7} point {} {} {} ({:.2f} s{}){}\n", done_, total_, r["status"].get<std::string>(),
                         r["point"].get<std::size_t>(), r["workload"].get<std::string>(), params_text(r),
                         r.contains("wall_s") ? r["wall_s"].get<double>() : 0.0,
+                        rank >= 0 ? fmt::format(", rank {}", rank) : "",
                         r["error"].get<std::string>().empty() ? "" : ": " + first_line(r["error"].get<std::string>()));
     err_.flush();
   }
@@ -297,6 +424,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   std::deque<Item> queue;
   std::vector<Record> immediate;
   const std::size_t nw = spec.workloads.size();
+  const double timeout = opt.timeout_s.value_or(spec.timeout_s);
   for (const auto& p : points) {
     const auto overrides = p.overrides();
     auto cfg = load_config(spec.base, overrides);
@@ -304,15 +432,23 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
       const std::size_t index = p.index * nw + w;
       if (index % static_cast<std::size_t>(opt.shard_count) != static_cast<std::size_t>(opt.shard_index)) continue;
       ++sum.items;
+      const Workload& wl = spec.workloads[w];
       Item it;
       it.index = index;
-      it.point = &p;
-      it.workload = &spec.workloads[w];
+      it.timeout_s = timeout;
+      it.proxy = spec.proxy;
+      it.metrics = spec.metrics.empty() ? default_metrics(wl.mode) : spec.metrics;
+      it.args = {std::string(mode_name(wl.mode)), wl.resolved, "--chip", spec.base};
+      for (const auto& o : overrides) {
+        it.args.emplace_back("--set");
+        it.args.push_back(o);
+      }
+      for (const char* a : {"--format", "json", "-q"}) it.args.emplace_back(a);
       Record& r = it.record;
       r["sweep"] = spec.name;
       r["point"] = p.index;
-      r["workload"] = it.workload->path;
-      r["mode"] = std::string(mode_name(it.workload->mode));
+      r["workload"] = wl.path;
+      r["mode"] = std::string(mode_name(wl.mode));
       r["params"] = Record::object();
       r["values"] = Record::object();
       for (const auto& [k, v] : p.params) r["params"][k] = v;
@@ -354,7 +490,8 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   }
 
   Progress progress(opt, err, immediate.size() + queue.size());
-  auto record = [&](Record& r) -> bool {
+  RankLink* link = opt.workers != nullptr && opt.workers->size() > 1 ? opt.workers : nullptr;
+  auto record = [&](Record& r, int rank = -1) -> bool {
     const std::string status = r["status"].get<std::string>();
     if (status == "ok") ++sum.ok;
     if (status == "failed") ++sum.failed;
@@ -362,92 +499,78 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
     if (status == "infeasible") ++sum.infeasible;
     if (status == "failed" || status == "timeout") sum.failures.push_back(r);
     const bool ok = write_all(fd, in_field_order(r).dump() + "\n");
-    progress.point_done(r, sum.ok, sum.failed + sum.timeout);
+    progress.point_done(r, sum.ok, sum.failed + sum.timeout, link != nullptr && rank < 0 ? 0 : rank);
     return ok;
   };
   for (auto& r : immediate) {
     if (!record(r)) return Diagnostic{opt.results_path, 0, 0, "write failed", ""};
   }
 
-  const double timeout = opt.timeout_s.value_or(spec.timeout_s);
-  const int jobs = std::max(1, opt.jobs);
-  std::vector<Child> running;
+  // Rank 0 of a distributed sweep serves the other ranks from the same
+  // queue between its own runs; with no other ranks this is the local runner.
+  const int nworkers = link != nullptr ? link->size() - 1 : 0;
+  std::vector<std::map<std::size_t, Item>> lent(static_cast<std::size_t>(nworkers) + 1);  // by rank
+  std::vector<bool> finished(static_cast<std::size_t>(nworkers) + 1, false);
+  int workers_done = 0;
   std::string write_error;
-  while (!queue.empty() || !running.empty()) {
-    while (!queue.empty() && static_cast<int>(running.size()) < jobs) {
-      Child c;
-      c.item = std::move(queue.front());
+  auto serve = [&]() -> std::optional<Diagnostic> {
+    while (auto m = link->try_receive()) {
+      const auto from = static_cast<std::size_t>(m->from);
+      // A rank that said kDone gets nothing more: what it took could never come back.
+      if (m->from < 1 || m->from > nworkers || finished[from]) continue;
+      if (m->tag == RankTag::kRequest) {
+        if (queue.empty()) {
+          link->send(m->from, RankTag::kStop, "");
+          continue;
+        }
+        Item it = std::move(queue.front());
+        queue.pop_front();
+        link->send(m->from, RankTag::kAssign, item_json(it).dump());
+        lent[from].emplace(it.index, std::move(it));
+      } else if (m->tag == RankTag::kResult) {
+        Record r = Record::parse(m->payload, nullptr, /*allow_exceptions=*/false);
+        if (r.is_discarded()) {
+          return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a malformed record", m->from), ""};
+        }
+        const bool has_index = r.is_object() && r.contains("_index") && r["_index"].is_number_unsigned();
+        const auto idx = has_index ? r["_index"].get<std::size_t>() : 0;
+        if (has_index) r.erase("_index");
+        if (!has_index || lent[from].erase(idx) == 0) {
+          return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a record for run {} it was not given", m->from, idx), ""};
+        }
+        if (!record(r, m->from)) write_error = "write failed";
+      } else if (m->tag == RankTag::kDone) {
+        ++workers_done;
+        finished[from] = true;
+        // A rank that ends with runs outstanding lost them: record that, never drop them.
+        for (auto& [idx, it] : lent[from]) {
+          it.record["status"] = "failed";
+          it.record["metrics"] = Record::object();
+          it.record["error"] = fmt::format("rank {} finished without returning this run", m->from);
+          if (!record(it.record, m->from)) write_error = "write failed";
+        }
+        lent[from].clear();
+      }
+    }
+    return std::nullopt;
+  };
+
+  Executor exec(opt.binary, opt.jobs);
+  while (!queue.empty() || exec.running() > 0 || workers_done < nworkers) {
+    while (!queue.empty() && exec.has_slot()) {
+      Item it = std::move(queue.front());
       queue.pop_front();
-      std::vector<std::string> args{opt.binary, std::string(mode_name(c.item.workload->mode)), c.item.workload->resolved,
-                                    "--chip", spec.base};
-      for (const auto& o : c.item.point->overrides()) {
-        args.emplace_back("--set");
-        args.push_back(o);
-      }
-      for (const char* a : {"--format", "json", "-q"}) args.emplace_back(a);
-      std::string e;
-      if (!spawn(args, c, e)) {
-        c.item.record["status"] = "failed";
-        c.item.record["metrics"] = Record::object();
-        c.item.record["error"] = e;
-        if (!record(c.item.record)) write_error = "write failed";
-        continue;
-      }
-      running.push_back(std::move(c));
-    }
-    // Wait for output, a child's end, or the nearest deadline.
-    std::vector<pollfd> fds;
-    std::vector<std::pair<std::size_t, int*>> owners;
-    int wait_ms = 200;
-    for (std::size_t i = 0; i < running.size(); ++i) {
-      Child& c = running[i];
-      for (int* fdp : {&c.out_fd, &c.err_fd}) {
-        if (*fdp >= 0) {
-          fds.push_back(pollfd{*fdp, POLLIN, 0});
-          owners.emplace_back(i, fdp);
-        }
-      }
-      if (timeout > 0 && !c.timed_out) {
-        const double left = timeout - seconds_since(c.start);
-        wait_ms = std::min(wait_ms, std::max(0, static_cast<int>(left * 1000) + 1));
+      if (auto failed = exec.start(std::move(it))) {
+        if (!record(failed->record)) write_error = "write failed";
       }
     }
-    if (!fds.empty()) {
-      const int n = poll(fds.data(), fds.size(), wait_ms);
-      if (n < 0 && errno != EINTR) return Diagnostic{"<sweep>", 0, 0, fmt::format("poll: {}", std::strerror(errno)), ""};
-      for (std::size_t k = 0; n > 0 && k < fds.size(); ++k) {
-        if (fds[k].revents == 0) continue;
-        Child& c = running[owners[k].first];
-        int* fdp = owners[k].second;
-        char buf[65536];
-        const ssize_t got = read(*fdp, buf, sizeof buf);
-        if (got > 0) {
-          (fdp == &c.out_fd ? c.out : c.err).append(buf, static_cast<std::size_t>(got));
-        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-          close(*fdp);
-          *fdp = -1;
-        }
-      }
+    if (link != nullptr) {
+      if (auto d = serve()) return *d;
     }
-    // Timeouts, then reap children whose pipes are closed.
-    for (auto& c : running) {
-      if (timeout > 0 && !c.timed_out && seconds_since(c.start) > timeout) {
-        kill(c.pid, SIGKILL);
-        c.timed_out = true;
-      }
-    }
-    for (std::size_t i = 0; i < running.size();) {
-      Child& c = running[i];
-      if (c.out_fd >= 0 || c.err_fd >= 0) {
-        ++i;
-        continue;
-      }
-      int status = 0;
-      while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      finish_record(spec, c, status);
-      if (!record(c.item.record)) write_error = "write failed";
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    auto ended = exec.poll_children(link != nullptr ? kRankPollMs : kLocalPollMs);
+    if (!ended) return ended.errors();
+    for (auto& it : *ended) {
+      if (!record(it.record)) write_error = "write failed";
     }
     progress.tick();
   }
@@ -457,6 +580,59 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   return sum;
 }
 
+Result<std::size_t> run_sweep_worker(const RunnerOptions& opt, RankLink& link) {
+  Executor exec(opt.binary, opt.jobs);
+  std::size_t ran = 0;
+  bool asked = false;
+  bool stopped = false;
+  auto send_result = [&](Item& it) {
+    it.record["_index"] = it.index;  // rank 0 matches it to the run it lent
+    link.send(0, RankTag::kResult, it.record.dump());
+    ++ran;
+  };
+  while (!stopped || exec.running() > 0) {
+    if (!stopped && !asked && exec.has_slot()) {
+      link.send(0, RankTag::kRequest, "");
+      asked = true;
+    }
+    while (auto m = link.try_receive()) {
+      if (m->from != 0) continue;
+      if (m->tag == RankTag::kStop) {
+        asked = false;
+        stopped = true;
+      } else if (m->tag == RankTag::kAssign) {
+        asked = false;
+        Item it;
+        const Record j = Record::parse(m->payload, nullptr, /*allow_exceptions=*/false);
+        if (j.is_discarded() || !item_from_json(j, it)) {
+          return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {}: malformed run from rank 0", link.rank()), ""};
+        }
+        if (auto failed = exec.start(std::move(it))) send_result(*failed);
+      }
+    }
+    auto ended = exec.poll_children(kRankPollMs);
+    if (!ended) return ended.errors();
+    for (auto& it : *ended) send_result(it);
+  }
+  link.send(0, RankTag::kDone, "");
+  link.flush();
+  return ran;
+}
+
+void release_workers(RankLink& link) {
+  int done = 0;
+  while (done < link.size() - 1) {
+    auto m = link.try_receive();
+    if (!m) {
+      poll(nullptr, 0, kRankPollMs);
+      continue;
+    }
+    if (m->tag == RankTag::kRequest) link.send(m->from, RankTag::kStop, "");
+    if (m->tag == RankTag::kDone) ++done;
+  }
+  link.flush();
+}
+
 std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, const SweepSummary& s) {
   std::string out = fmt::format("sweep {}: {} points x {} workload{}", spec.name, s.points, spec.workloads.size(),
                                 spec.workloads.size() == 1 ? "" : "s");
@@ -464,6 +640,10 @@ std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, cons
   out += fmt::format("\n  {} ok, {} failed, {} timeout, {} infeasible, {} already recorded; {:.1f} s wall\n", s.ok,
                      s.failed, s.timeout, s.infeasible, s.skipped, s.wall_s);
   out += fmt::format("  results: {}\n", opt.results_path);
+  if (opt.workers != nullptr && opt.workers->size() > 1) {
+    out += fmt::format("  ranks: {} (rank 0 coordinates and writes; up to {} run{} per rank at once)\n",
+                       opt.workers->size(), opt.jobs, opt.jobs == 1 ? "" : "s");
+  }
   if (!s.failures.empty()) {
     out += "failures:\n";
     for (const auto& r : s.failures) {

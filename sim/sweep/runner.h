@@ -4,6 +4,14 @@
 // `jobs` at a time, each killed after the timeout. Every finished point is
 // appended to the JSON Lines results file at once (sim/sweep/record.h), so
 // `kill -9` loses only the points in flight and `resume` picks up the rest.
+//
+// Distributed (mpirun): rank 0 runs `run_sweep` with `workers` set; it hands
+// runs to the other ranks as they ask (sim/sweep/rank_link.h), runs its own
+// share too, and writes every record. The other ranks run
+// `run_sweep_worker`, which needs no spec: each run arrives complete
+// (arguments, metrics to keep, timeout, proxy coefficients, the record's
+// identity fields), so a worker on another node only needs the binary and
+// the workload files at the same paths.
 #pragma once
 
 #include <iosfwd>
@@ -11,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/sweep/rank_link.h"
 #include "sim/sweep/record.h"
 #include "sim/sweep/spec.h"
 
@@ -26,6 +35,7 @@ struct RunnerOptions {
   std::string results_path;          // JSON Lines output
   bool tty = false;                  // progress bar (else one line per point)
   int verbosity = 0;                 // -1: summary only
+  RankLink* workers = nullptr;       // rank 0 of a distributed sweep: the other ranks
 };
 
 struct SweepSummary {
@@ -44,6 +54,17 @@ struct SweepSummary {
 // summary, or a diagnostic when the sweep could not start (results file
 // exists without resume, cannot be written, …).
 Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, std::ostream& err);
+
+// A worker rank: asks rank 0 for runs, runs up to `opt.jobs` at once as
+// child processes of `opt.binary`, sends every record back, and returns when
+// rank 0 has no more runs and its own are all sent. A diagnostic means the
+// protocol broke (a malformed message); the caller should abort the job.
+Result<std::size_t> run_sweep_worker(const RunnerOptions& opt, RankLink& link);
+
+// Rank 0 when it cannot run the sweep (bad spec, results file exists, …):
+// answers every worker's request with kStop and waits for all their kDone,
+// so no rank hangs. Records still arriving are dropped.
+void release_workers(RankLink& link);
 
 // The summary as text, failures listed.
 std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, const SweepSummary& s);

@@ -226,7 +226,7 @@ TEST(SweepHash, StableAndDistinct) {
 }
 
 TEST(SweepSpec, ShippedExamplesLoad) {
-  for (const char* f : {"tiny.yaml", "mxu_vs_hbm.yaml", "vmem_vs_time.yaml"}) {
+  for (const char* f : {"tiny.yaml", "mxu_vs_hbm.yaml", "vmem_vs_time.yaml", "chip_scaling.yaml"}) {
     auto r = load_sweep_spec(std::string(TPUSIM_SOURCE_DIR) + "/configs/sweeps/" + f);
     EXPECT_TRUE(r.ok()) << f << ": " << errors(r);
   }
