@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
+#include <limits>
 #include <type_traits>
 
 #include "memory/hbm.h"
@@ -19,8 +20,20 @@ struct TensorCore::Unit {
   std::string name;  // "mxu0", "vpu", "dma2", …
   isa::Unit kind;
   int index = 0;
-  std::deque<std::pair<std::uint64_t, double>> queue;  // (dyn id, visible at)
-  std::deque<std::vector<std::uint64_t>> deps;         // parallel to queue
+  struct Entry {
+    std::uint64_t id;
+    double visible_at;
+    std::uint32_t deps;  // how many of the first dep_ids belong to this entry
+  };
+  std::deque<Entry> queue;
+  std::deque<std::uint64_t> dep_ids;  // the entries' dependencies, in queue order
+  // instruction_cost() is a pure function of the static instruction: a small
+  // direct-mapped memo by pc (a loop body hits it on every iteration).
+  struct CostMemo {
+    std::uint32_t pc = std::numeric_limits<std::uint32_t>::max();
+    InstructionCost cost;
+  };
+  std::array<CostMemo, 8> cost_memo;
   sc_core::sc_event pushed;
   int track = -1;
   Waiting waiting;  // what the front instruction waits for (deadlock report)
@@ -97,6 +110,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       prefix_(p),
       trace_(trace),
       cycle_s_(1.0 / chip.clock),
+      one_cycle_(cycle_s_, SC_SEC),
       scoreboard_(program.buffers.size()),
       vmem_(1),
       cycles_(stats.add(p + ".cycles", "cycles", "core cycles from start to the last instruction's completion")),
@@ -130,6 +144,16 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   for (int i = 0; i < chip.core.dma.engines; ++i) dmas_.push_back(add_unit(fmt::format("dma{}", i), isa::Unit::kDma, i));
   ici_ = add_unit("ici", isa::Unit::kIci, 0);
 
+  // now() multiplies the time stamp by the resolution itself, as
+  // sc_time::to_seconds() does; use it only if it agrees bit for bit.
+  {
+    const double res_fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+    bool same = res_fs > 0;
+    for (std::uint64_t v : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{666667}, std::uint64_t{123456789012345}}) {
+      same = same && static_cast<double>(v) * res_fs * 1e-15 == sc_time::from_value(v).to_seconds();
+    }
+    time_res_fs_ = same ? res_fs : 0;
+  }
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
   sc_core::sc_spawn([this] { sequencer(); }, "sequencer");
@@ -146,7 +170,7 @@ void TensorCore::wait_until(double t) {
   if (dt > kTimeEps) wait(sc_time(dt, SC_SEC));
 }
 
-sc_time TensorCore::cycles(double n) const { return sc_time(n * cycle_s_, SC_SEC); }
+sc_time TensorCore::cycles(double n) const { return n == 1 ? one_cycle_ : sc_time(n * cycle_s_, SC_SEC); }
 
 std::string TensorCore::where(std::uint32_t pc) const {
   const isa::Instruction& i = program_.code[pc];
@@ -183,49 +207,61 @@ TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
   }
 }
 
-std::vector<std::uint64_t> TensorCore::dependencies(const isa::Instruction& inst, std::uint64_t id) {
-  std::vector<std::uint64_t> deps;
+bool TensorCore::complete(const Access& a, double t) {
+  if (a.dyn < dyn_base_) return true;
+  const Dyn& d = dyn(a.dyn);
+  return d.done >= 0 && d.done <= t + kTimeEps;
+}
+
+std::uint32_t TensorCore::dependencies(const isa::Instruction& inst, std::uint64_t id, std::deque<std::uint64_t>& out) {
+  std::vector<std::uint64_t>& deps = dep_scratch_;
+  deps.clear();
   const auto unit = isa::opcode_info(isa::opcode(inst.op)).unit;
   const bool async = unit == isa::Unit::kDma || unit == isa::Unit::kIci;
   const double t = now();
-  auto complete = [&](const Access& a) {
-    if (a.dyn < dyn_base_) return true;
-    const Dyn& d = dyn(a.dyn);
-    return d.done >= 0 && d.done <= t + kTimeEps;
-  };
-  auto scan = [&](const std::vector<Access>& list, const isa::TileRef& tile) {
-    for (const Access& a : list) {
-      // Async (DMA, collective) accesses are ordered by the program's semaphores.
-      if (!a.async && overlaps(tile, a.r0, a.r1, a.c0, a.c1)) deps.push_back(a.dyn);
+  // A completed access can never make anyone wait (wait_for() returns at
+  // once), so scans drop the completed entries they pass: a list holds little
+  // more than the accesses in flight.
+  auto scan = [&](std::vector<Access>& list, const isa::TileRef& tile) {
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Access& a = list[i];
+      if (complete(a, t)) continue;
+      if (overlaps(tile, a.r0, a.r1, a.c0, a.c1)) deps.push_back(a.dyn);
+      list[keep++] = a;
     }
+    list.resize(keep);
   };
+  auto prune = [&](std::vector<Access>& list) { std::erase_if(list, [&](const Access& a) { return complete(a, t); }); };
   const TileUses uses = tile_uses(inst.op);
   for (const TileUse& use : uses) {
     BufferAccesses& b = scoreboard_[use.tile.buffer];
-    // Forget completed accesses once a list has doubled since the last
-    // cleanup (amortized O(1); lists stay bounded by what is in flight).
+    // Lists a scan does not visit (the readers of a never-written buffer)
+    // are pruned once they have doubled since the last cleanup (amortized O(1)).
     if (b.writes.size() > b.prune_writes_at) {
-      std::erase_if(b.writes, complete);
+      prune(b.writes);
       b.prune_writes_at = std::max<std::size_t>(8, 2 * b.writes.size());
     }
     if (b.reads.size() > b.prune_reads_at) {
-      std::erase_if(b.reads, complete);
+      prune(b.reads);
       b.prune_reads_at = std::max<std::size_t>(16, 2 * b.reads.size());
     }
-    scan(b.writes, use.tile);            // RAW, WAW
+    scan(b.writes, use.tile);                // RAW, WAW
     if (use.write) scan(b.reads, use.tile);  // WAR
   }
-  for (const TileUse& use : uses) {
-    BufferAccesses& b = scoreboard_[use.tile.buffer];
-    (use.write ? b.writes : b.reads)
-        .push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col, use.tile.col + use.tile.cols, id,
-                          use.write, async});
+  if (!async) {
+    for (const TileUse& use : uses) {
+      BufferAccesses& b = scoreboard_[use.tile.buffer];
+      (use.write ? b.writes : b.reads)
+          .push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col, use.tile.col + use.tile.cols, id});
+    }
   }
   if (deps.size() > 1) {
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   }
-  return deps;
+  out.insert(out.end(), deps.begin(), deps.end());
+  return static_cast<std::uint32_t>(deps.size());
 }
 
 void TensorCore::dispatch(std::uint32_t pc) {
@@ -242,9 +278,9 @@ void TensorCore::dispatch(std::uint32_t pc) {
   sequencer_waiting_ = {};
   const std::uint64_t id = next_dyn_++;
   dyn_.push_back(Dyn{pc, -1, -1});
-  auto deps = dependencies(inst, id);
-  u.queue.emplace_back(id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_);
-  u.deps.push_back(std::move(deps));
+  const std::uint32_t ndeps = dependencies(inst, id, u.dep_ids);
+  u.queue.push_back(
+      Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps});
   instructions_ += 1;
   if (u.idle) u.pushed.notify(sc_core::SC_ZERO_TIME);
 }
@@ -382,10 +418,12 @@ void TensorCore::run_unit(Unit& u) {
       wait(u.pushed);
       u.idle = false;
     }
-    const auto [id, visible_at] = u.queue.front();
-    wait_until(visible_at);
+    const Unit::Entry entry = u.queue.front();
+    const std::uint64_t id = entry.id;
+    wait_until(entry.visible_at);
     const double dep_from = now();
-    for (std::uint64_t d : u.deps.front()) wait_for(d, u);
+    // By index: the sequencer may append to dep_ids while this unit waits.
+    for (std::uint32_t k = 0; k < entry.deps; ++k) wait_for(u.dep_ids[k], u);
     *u.dep_stall += (now() - dep_from) / cycle_s_;
     Dyn& d = dyn(id);
     const isa::Instruction& inst = program_.code[d.pc];
@@ -421,27 +459,33 @@ void TensorCore::run_unit(Unit& u) {
       sem_changed_.notify(sc_core::SC_ZERO_TIME);
     }
     u.queue.pop_front();
-    u.deps.pop_front();
+    u.dep_ids.erase(u.dep_ids.begin(), u.dep_ids.begin() + entry.deps);
     if (popped_waiters_ > 0) any_popped_.notify(sc_core::SC_ZERO_TIME);
   }
 }
 
 TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {
   if (u.kind == isa::Unit::kMxu) return execute_mxu(u, inst, d);
-  const InstructionCost c = instruction_cost(chip_, program_, inst);
+  Unit::CostMemo& memo = u.cost_memo[d.pc % u.cost_memo.size()];
+  if (memo.pc != d.pc) {
+    memo.cost = instruction_cost(chip_, program_, inst);
+    memo.pc = d.pc;
+  }
+  const InstructionCost& c = memo.cost;
   const double t = now();
   double occupy = static_cast<double>(c.timing.issue) * cycle_s_;
   double done = static_cast<double>(c.timing.done) * cycle_s_;
   ProvenanceStats& ps = prov_[inst.provenance];
   if (c.hbm_tile) {
     // HBM is shared by every DMA engine (and core): queue on the device.
-    tlm::tlm_generic_payload payload;
+    tlm::tlm_generic_payload& payload = hbm_payload_;
     StridedTileExtension ext;
     ext.tile = *c.hbm_tile;
     payload.set_command(c.hbm_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
     payload.set_address(c.hbm_tile->offset);
     payload.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.hbm_tile->useful_bytes(), 0xffffffffu)));
     payload.set_data_ptr(nullptr);
+    payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     payload.set_extension(&ext);
     sc_time delay = sc_core::SC_ZERO_TIME;
     hbm_socket->b_transport(payload, delay);
@@ -462,7 +506,6 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   if (u.bytes != nullptr) *u.bytes += static_cast<double>(c.hbm_tile ? c.hbm_tile->useful_bytes() : c.vmem_bytes / 2);
   ps.flops += c.flops;
   ps.transcendentals += c.transcendentals;
-  (void)d;
   return Exec{0, occupy, occupy, done};
 }
 

@@ -59,18 +59,22 @@ class TensorCore : public sc_core::sc_module {
     double start = -1;  // seconds; < 0 = not started
     double done = -1;
   };
+  // A synchronous access a later instruction may have to wait for. (DMA and
+  // collective accesses are not recorded: readers synchronize with them
+  // through the program's semaphores.)
   struct Access {
     std::int64_t r0, r1, c0, c1;
     std::uint64_t dyn;
-    bool write;
-    bool async;  // a DMA: later readers synchronize through its semaphore
   };
 
   void sequencer();
   void run_unit(Unit& u);
   void dispatch(std::uint32_t pc);
   Unit& unit_for(const isa::Instruction& inst);
-  std::vector<std::uint64_t> dependencies(const isa::Instruction& inst, std::uint64_t dyn);
+  // Appends the ids of the unfinished instructions `inst` must wait for to
+  // `out` (ascending, no duplicates) and returns how many.
+  std::uint32_t dependencies(const isa::Instruction& inst, std::uint64_t dyn, std::deque<std::uint64_t>& out);
+  [[nodiscard]] bool complete(const Access& a, double t_s);
   void wait_for(std::uint64_t dyn, Unit& u);
   void wait_all_done();
   void wait_until(double t_s);  // no-op when t_s is not in the future
@@ -86,7 +90,12 @@ class TensorCore : public sc_core::sc_module {
   void retire();
   Dyn& dyn(std::uint64_t id) { return dyn_[static_cast<size_t>(id - dyn_base_)]; }
   [[nodiscard]] std::string where(std::uint32_t pc) const;
-  [[nodiscard]] double now() const { return sc_core::sc_time_stamp().to_seconds(); }
+  // sc_time_stamp().to_seconds(), bit for bit, without the kernel's
+  // per-call context lookups (see the constructor).
+  [[nodiscard]] double now() const {
+    return time_res_fs_ > 0 ? static_cast<double>(sc_core::sc_time_stamp().value()) * time_res_fs_ * 1e-15
+                            : sc_core::sc_time_stamp().to_seconds();
+  }
   [[nodiscard]] sc_core::sc_time cycles(double n) const;
 
   const ChipConfig& chip_;
@@ -95,6 +104,8 @@ class TensorCore : public sc_core::sc_module {
   std::string prefix_;
   TraceWriter* trace_;
   double cycle_s_;
+  double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = use to_seconds()
+  sc_core::sc_time one_cycle_;
 
   std::vector<std::unique_ptr<Unit>> units_;
   std::vector<Unit*> mxus_, dmas_, xlus_;
@@ -114,6 +125,10 @@ class TensorCore : public sc_core::sc_module {
     std::size_t prune_reads_at = 16;
   };
   std::vector<BufferAccesses> scoreboard_;  // per buffer
+  std::vector<std::uint64_t> dep_scratch_;  // reused by dependencies() (no heap per instruction)
+  // One TLM payload for every HBM transfer (a payload allocates its extension
+  // array on construction).
+  tlm::tlm_generic_payload hbm_payload_;
   std::vector<std::int64_t> sem_;
   sc_core::sc_event sem_changed_;
   sc_core::sc_event any_started_;
