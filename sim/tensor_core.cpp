@@ -144,15 +144,21 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   for (int i = 0; i < chip.core.dma.engines; ++i) dmas_.push_back(add_unit(fmt::format("dma{}", i), isa::Unit::kDma, i));
   ici_ = add_unit("ici", isa::Unit::kIci, 0);
 
-  // now() multiplies the time stamp by the resolution itself, as
-  // sc_time::to_seconds() does; use it only if it agrees bit for bit.
+  // refresh_now() and seconds() convert as sc_time::to_seconds() and
+  // sc_time(double, SC_SEC) do (SystemC 2.3.4 sc_time.cpp); use them only if
+  // they agree with the kernel bit for bit.
   {
     const double res_fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+    time_res_fs_ = res_fs;
+    ticks_per_s_ = 1e15 / res_fs;
     bool same = res_fs > 0;
     for (std::uint64_t v : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{666667}, std::uint64_t{123456789012345}}) {
       same = same && static_cast<double>(v) * res_fs * 1e-15 == sc_time::from_value(v).to_seconds();
     }
-    time_res_fs_ = same ? res_fs : 0;
+    for (double s : {cycle_s_, 0.5e-12, 1.5e-12, 3.3333333e-10, 1.2803e-6, 0.123456789, 7.77e-3 / 3}) {
+      same = same && seconds(s) == sc_time(s, SC_SEC);
+    }
+    if (!same) time_res_fs_ = ticks_per_s_ = 0;
   }
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
@@ -165,12 +171,18 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
 
 TensorCore::~TensorCore() = default;
 
-void TensorCore::wait_until(double t) {
-  const double dt = t - now();
-  if (dt > kTimeEps) wait(sc_time(dt, SC_SEC));
+sc_time TensorCore::seconds(double s) const {
+  if (ticks_per_s_ <= 0 || s == 0) return sc_time(s, SC_SEC);
+  const double ticks = s * ticks_per_s_ + 0.5;
+  return sc_time::from_value(static_cast<sc_time::value_type>(static_cast<std::int64_t>(ticks)));
 }
 
-sc_time TensorCore::cycles(double n) const { return n == 1 ? one_cycle_ : sc_time(n * cycle_s_, SC_SEC); }
+void TensorCore::wait_until(double t) {
+  const double dt = t - now();
+  if (dt > kTimeEps) sleep(seconds(dt));
+}
+
+sc_time TensorCore::cycles(double n) const { return n == 1 ? one_cycle_ : seconds(n * cycle_s_); }
 
 std::string TensorCore::where(std::uint32_t pc) const {
   const isa::Instruction& i = program_.code[pc];
@@ -271,18 +283,30 @@ void TensorCore::dispatch(std::uint32_t pc) {
   while (u.queue.size() >= kQueueDepth) {
     sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, static_cast<std::uint32_t>(&u - units_.front().get()), 0};
     ++popped_waiters_;
-    wait(any_popped_);
+    sleep(any_popped_);
     --popped_waiters_;
   }
   stall_queue_ += (now() - stall_from) / cycle_s_;
   sequencer_waiting_ = {};
-  const std::uint64_t id = next_dyn_++;
-  dyn_.push_back(Dyn{pc, -1, -1});
+  const std::uint64_t id = next_dyn_;
+  push_dyn(pc);
   const std::uint32_t ndeps = dependencies(inst, id, u.dep_ids);
   u.queue.push_back(
       Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps});
   instructions_ += 1;
   if (u.idle) u.pushed.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::push_dyn(std::uint32_t pc) {
+  if (next_dyn_ - dyn_base_ == dyn_ring_.size()) {
+    std::vector<Dyn> bigger(std::max<std::size_t>(64, 2 * dyn_ring_.size()));
+    const std::uint64_t mask = bigger.size() - 1;
+    for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) bigger[id & mask] = dyn(id);
+    dyn_ring_ = std::move(bigger);
+    dyn_mask_ = mask;
+  }
+  dyn_ring_[next_dyn_ & dyn_mask_] = Dyn{pc, -1, -1};
+  ++next_dyn_;
 }
 
 void TensorCore::wait_all_done() {
@@ -291,14 +315,15 @@ void TensorCore::wait_all_done() {
     double latest = now();
     for (const auto& u : units_) pending = pending || !u->queue.empty();
     if (!pending) {
-      for (const Dyn& d : dyn_) {
+      for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
+        const Dyn& d = dyn(id);
         if (d.start < 0) pending = true;
         latest = std::max(latest, d.done);
       }
     }
     if (pending) {
       ++popped_waiters_;
-      wait(any_popped_);
+      sleep(any_popped_);
       --popped_waiters_;
       continue;
     }
@@ -311,6 +336,7 @@ void TensorCore::wait_all_done() {
 }
 
 void TensorCore::sequencer() {
+  refresh_now();
   // Matching repeat/end pairs. (Members, not locals: a deadlocked sequencer's
   // coroutine is never unwound, so its stack must own no heap memory.)
   std::vector<std::uint32_t>& match = repeat_match_;
@@ -360,7 +386,7 @@ void TensorCore::sequencer() {
       const double from = now();
       while (sem_[w.sem.id] < w.count) {
         sequencer_waiting_ = Waiting{Waiting::Kind::kSemaphore, pc, w.sem.id, w.count};
-        wait(sem_changed_);
+        sleep(sem_changed_);
       }
       sequencer_waiting_ = {};
       sem_[w.sem.id] -= w.count;
@@ -379,7 +405,7 @@ void TensorCore::sequencer() {
       dispatch(pc);
     }
     if (++issued_this_cycle >= width) {
-      wait(cycles(1));
+      sleep(cycles(1));
       issued_this_cycle = 0;
     }
     pc = next;
@@ -390,7 +416,7 @@ void TensorCore::sequencer() {
   sequencer_waiting_ = {};
   retire();
   end_s_ = retired_until_s_;
-  for (const Dyn& d : dyn_) end_s_ = std::max(end_s_, d.done);
+  for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
   cycles_.value = std::round(end_s_ / cycle_s_);
   finished_ = true;
 }
@@ -400,7 +426,7 @@ void TensorCore::wait_for(std::uint64_t id, Unit& u) {
   while (dyn(id).start < 0) {
     u.waiting = Waiting{Waiting::Kind::kStart, dyn(id).pc, 0, 0};
     ++started_waiters_;
-    wait(any_started_);
+    sleep(any_started_);
     --started_waiters_;
   }
   const double done = dyn(id).done;
@@ -412,10 +438,11 @@ void TensorCore::wait_for(std::uint64_t id, Unit& u) {
 }
 
 void TensorCore::run_unit(Unit& u) {
+  refresh_now();
   while (true) {
     while (u.queue.empty()) {
       u.idle = true;
-      wait(u.pushed);
+      sleep(u.pushed);
       u.idle = false;
     }
     const Unit::Entry entry = u.queue.front();
@@ -444,11 +471,12 @@ void TensorCore::run_unit(Unit& u) {
                     t + std::max(e.busy_end, e.begin + cycle_s_));
     }
     if (started_waiters_ > 0) any_started_.notify(sc_core::SC_ZERO_TIME);
+    const double done_at = d.done;  // (no Dyn reference across a wait: the ring may grow)
     retire();
     wait_until(t + e.free);
     // Asynchronous units signal their semaphore when the transfer completes.
     if (u.kind == isa::Unit::kDma || u.kind == isa::Unit::kIci) {
-      wait_until(d.done);
+      wait_until(done_at);
       std::visit(
           [&](const auto& o) {
             if constexpr (requires { o.sem; }) {
@@ -592,8 +620,7 @@ void TensorCore::retire() {
   }
   // Drop records that are retired and complete (bounded memory).
   const double t = now();
-  while (!dyn_.empty() && dyn_base_ < retired_ && dyn_.front().done <= t + kTimeEps) {
-    dyn_.pop_front();
+  while (dyn_base_ < next_dyn_ && dyn_base_ < retired_ && dyn(dyn_base_).done <= t + kTimeEps) {
     ++dyn_base_;
   }
 }

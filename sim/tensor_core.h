@@ -88,14 +88,25 @@ class TensorCore : public sc_core::sc_module {
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
   void retire();
-  Dyn& dyn(std::uint64_t id) { return dyn_[static_cast<size_t>(id - dyn_base_)]; }
+  // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().
+  Dyn& dyn(std::uint64_t id) { return dyn_ring_[static_cast<size_t>(id & dyn_mask_)]; }
+  void push_dyn(std::uint32_t pc);
   [[nodiscard]] std::string where(std::uint32_t pc) const;
-  // sc_time_stamp().to_seconds(), bit for bit, without the kernel's
-  // per-call context lookups (see the constructor).
-  [[nodiscard]] double now() const {
-    return time_res_fs_ > 0 ? static_cast<double>(sc_core::sc_time_stamp().value()) * time_res_fs_ * 1e-15
-                            : sc_core::sc_time_stamp().to_seconds();
+  // The current time in seconds: sc_time_stamp().to_seconds() bit for bit,
+  // read from the kernel once per activation. Every wait of this module's
+  // processes goes through sleep(), which refreshes it.
+  [[nodiscard]] double now() const { return now_s_; }
+  void refresh_now() {
+    now_s_ = time_res_fs_ > 0 ? static_cast<double>(sc_core::sc_time_stamp().value()) * time_res_fs_ * 1e-15
+                              : sc_core::sc_time_stamp().to_seconds();
   }
+  template <class What>
+  void sleep(const What& what) {
+    wait(what);
+    refresh_now();
+  }
+  // sc_time(s, SC_SEC), bit for bit, without the kernel's context lookups.
+  [[nodiscard]] sc_core::sc_time seconds(double s) const;
   [[nodiscard]] sc_core::sc_time cycles(double n) const;
 
   const ChipConfig& chip_;
@@ -104,7 +115,9 @@ class TensorCore : public sc_core::sc_module {
   std::string prefix_;
   TraceWriter* trace_;
   double cycle_s_;
-  double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = use to_seconds()
+  double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = ask the kernel each time
+  double ticks_per_s_ = 0;
+  double now_s_ = 0;
   sc_core::sc_time one_cycle_;
 
   std::vector<std::unique_ptr<Unit>> units_;
@@ -113,8 +126,11 @@ class TensorCore : public sc_core::sc_module {
   Unit* eup_ = nullptr;
   Unit* ici_ = nullptr;
 
-  std::deque<Dyn> dyn_;
-  std::uint64_t dyn_base_ = 0;   // id of dyn_.front()
+  // The dynamic instructions not yet dropped, ids [dyn_base_, next_dyn_): a
+  // ring indexed by id (power-of-two size, doubled when full).
+  std::vector<Dyn> dyn_ring_;
+  std::uint64_t dyn_mask_ = 0;
+  std::uint64_t dyn_base_ = 0;   // oldest id still held
   std::uint64_t next_dyn_ = 0;
   std::uint64_t retired_ = 0;    // dyn ids below this have been retired
   double retired_until_s_ = 0;
