@@ -15,50 +15,7 @@ namespace tpusim {
 using sc_core::sc_time;
 using sc_core::SC_SEC;
 
-// One in-order execution unit: a queue and the thread that drains it.
-struct TensorCore::Unit {
-  std::string name;  // "mxu0", "vpu", "dma2", …
-  isa::Unit kind;
-  int index = 0;
-  struct Entry {
-    std::uint64_t id;
-    double visible_at;
-    std::uint32_t deps;  // how many of the first dep_ids belong to this entry
-  };
-  std::deque<Entry> queue;
-  std::deque<std::uint64_t> dep_ids;  // the entries' dependencies, in queue order
-  // instruction_cost() is a pure function of the static instruction: a small
-  // direct-mapped memo by pc (a loop body hits it on every iteration).
-  struct CostMemo {
-    std::uint32_t pc = std::numeric_limits<std::uint32_t>::max();
-    InstructionCost cost;
-  };
-  std::array<CostMemo, 8> cost_memo;
-  sc_core::sc_event pushed;
-  int track = -1;
-  Waiting waiting;  // what the front instruction waits for (deadlock report)
-  bool idle = false;  // waiting for its queue to fill
-  Stat* busy = nullptr;
-  Stat* insts = nullptr;
-  Stat* dep_stall = nullptr;
-  Stat* flops = nullptr;
-  Stat* bytes = nullptr;
-  // MXU state.
-  bool weights_loaded = false;
-  std::int64_t weight_k = 0;
-  std::int64_t weight_n = 0;
-  double weights_ready = 0;   // when the last loaded weights may be used
-  double weight_path_free = 0;
-  double stream_free = 0;     // the array's input edge
-  double last_done = 0;       // latest matmul result in the accumulators
-  double shadow_free = 0;     // the weight shadow buffer may be refilled
-};
-
 namespace {
-
-constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
-// SystemC time has 1 ps resolution; times closer than this are equal.
-constexpr double kTimeEps = 0.5e-12;  // entries per unit queue (sequencer stalls beyond)
 
 // Tiles an instruction reads and writes; `async` for DMA (ordered by semaphores).
 struct TileUse {
@@ -93,6 +50,59 @@ TileUses tile_uses(const isa::Op& op) {
       op);
   return out;
 }
+
+}  // namespace
+
+// One in-order execution unit: a queue and the thread that drains it.
+struct TensorCore::Unit {
+  std::string name;  // "mxu0", "vpu", "dma2", …
+  isa::Unit kind;
+  int index = 0;
+  struct Entry {
+    std::uint64_t id;
+    double visible_at;
+    std::uint32_t deps;  // how many of the first dep_ids belong to this entry
+  };
+  std::deque<Entry> queue;
+  std::deque<std::uint64_t> dep_ids;  // the entries' dependencies, in queue order
+  // instruction_cost() is a pure function of the static instruction: a small
+  // direct-mapped memo by pc (a loop body hits it on every iteration).
+  struct CostMemo {
+    std::uint32_t pc = std::numeric_limits<std::uint32_t>::max();
+    InstructionCost cost;
+  };
+  std::array<CostMemo, 8> cost_memo;
+  // tile_uses() of the instructions dispatched to this unit, memoized the same way.
+  struct UsesMemo {
+    std::uint32_t pc = std::numeric_limits<std::uint32_t>::max();
+    TileUses uses;
+  };
+  std::array<UsesMemo, 8> uses_memo;
+  sc_core::sc_event pushed;
+  int track = -1;
+  Waiting waiting;  // what the front instruction waits for (deadlock report)
+  bool idle = false;  // waiting for its queue to fill
+  Stat* busy = nullptr;
+  Stat* insts = nullptr;
+  Stat* dep_stall = nullptr;
+  Stat* flops = nullptr;
+  Stat* bytes = nullptr;
+  // MXU state.
+  bool weights_loaded = false;
+  std::int64_t weight_k = 0;
+  std::int64_t weight_n = 0;
+  double weights_ready = 0;   // when the last loaded weights may be used
+  double weight_path_free = 0;
+  double stream_free = 0;     // the array's input edge
+  double last_done = 0;       // latest matmul result in the accumulators
+  double shadow_free = 0;     // the weight shadow buffer may be refilled
+};
+
+namespace {
+
+constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
+// SystemC time has 1 ps resolution; times closer than this are equal.
+constexpr double kTimeEps = 0.5e-12;  // entries per unit queue (sequencer stalls beyond)
 
 bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   return t.row < r1 && r0 < t.row + t.rows && t.col < c1 && c0 < t.col + t.cols;
@@ -225,7 +235,8 @@ bool TensorCore::complete(const Access& a, double t) {
   return d.done >= 0 && d.done <= t + kTimeEps;
 }
 
-std::uint32_t TensorCore::dependencies(const isa::Instruction& inst, std::uint64_t id, std::deque<std::uint64_t>& out) {
+std::uint32_t TensorCore::dependencies(std::uint32_t pc, std::uint64_t id, Unit& u) {
+  const isa::Instruction& inst = program_.code[pc];
   std::vector<std::uint64_t>& deps = dep_scratch_;
   deps.clear();
   const auto unit = isa::opcode_info(isa::opcode(inst.op)).unit;
@@ -245,7 +256,12 @@ std::uint32_t TensorCore::dependencies(const isa::Instruction& inst, std::uint64
     list.resize(keep);
   };
   auto prune = [&](std::vector<Access>& list) { std::erase_if(list, [&](const Access& a) { return complete(a, t); }); };
-  const TileUses uses = tile_uses(inst.op);
+  Unit::UsesMemo& memo = u.uses_memo[pc % u.uses_memo.size()];
+  if (memo.pc != pc) {
+    memo.uses = tile_uses(inst.op);
+    memo.pc = pc;
+  }
+  const TileUses& uses = memo.uses;
   for (const TileUse& use : uses) {
     BufferAccesses& b = scoreboard_[use.tile.buffer];
     // Lists a scan does not visit (the readers of a never-written buffer)
@@ -272,7 +288,7 @@ std::uint32_t TensorCore::dependencies(const isa::Instruction& inst, std::uint64
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   }
-  out.insert(out.end(), deps.begin(), deps.end());
+  u.dep_ids.insert(u.dep_ids.end(), deps.begin(), deps.end());
   return static_cast<std::uint32_t>(deps.size());
 }
 
@@ -290,7 +306,7 @@ void TensorCore::dispatch(std::uint32_t pc) {
   sequencer_waiting_ = {};
   const std::uint64_t id = next_dyn_;
   push_dyn(pc);
-  const std::uint32_t ndeps = dependencies(inst, id, u.dep_ids);
+  const std::uint32_t ndeps = dependencies(pc, id, u);
   u.queue.push_back(
       Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps});
   instructions_ += 1;
@@ -487,7 +503,7 @@ void TensorCore::run_unit(Unit& u) {
       sem_changed_.notify(sc_core::SC_ZERO_TIME);
     }
     u.queue.pop_front();
-    u.dep_ids.erase(u.dep_ids.begin(), u.dep_ids.begin() + entry.deps);
+    for (std::uint32_t k = 0; k < entry.deps; ++k) u.dep_ids.pop_front();
     if (popped_waiters_ > 0) any_popped_.notify(sc_core::SC_ZERO_TIME);
   }
 }

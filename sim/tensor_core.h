@@ -71,9 +71,9 @@ class TensorCore : public sc_core::sc_module {
   void run_unit(Unit& u);
   void dispatch(std::uint32_t pc);
   Unit& unit_for(const isa::Instruction& inst);
-  // Appends the ids of the unfinished instructions `inst` must wait for to
-  // `out` (ascending, no duplicates) and returns how many.
-  std::uint32_t dependencies(const isa::Instruction& inst, std::uint64_t dyn, std::deque<std::uint64_t>& out);
+  // Appends the ids of the unfinished instructions program_.code[pc] must wait
+  // for to `u.dep_ids` (ascending, no duplicates) and returns how many.
+  std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
   [[nodiscard]] bool complete(const Access& a, double t_s);
   void wait_for(std::uint64_t dyn, Unit& u);
   void wait_all_done();
