@@ -29,7 +29,14 @@ void Hbm::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay
     payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  const HbmTransferTiming t = hbm_transfer(cfg_, tile);
+  const bool same = have_last_ && tile.rows == last_tile_.rows && tile.row_bytes == last_tile_.row_bytes &&
+                    tile.stride_bytes == last_tile_.stride_bytes && tile.offset == last_tile_.offset;
+  if (!same) {
+    last_timing_ = hbm_transfer(cfg_, tile);
+    last_tile_ = tile;
+    have_last_ = true;
+  }
+  const HbmTransferTiming& t = last_timing_;
   // The request reaches the device at now + delay; the access latency is a
   // pipeline delay (not occupancy); the burst time occupies the device.
   const double now = (sc_core::sc_time_stamp() + delay).to_seconds();

@@ -36,6 +36,10 @@ class Hbm : public sc_core::sc_module {
 
   const HbmConfig& cfg_;
   BandwidthServer device_;
+  // hbm_transfer() of the last tile (it is pure; a DMA loop repeats tiles).
+  StridedTile last_tile_;
+  HbmTransferTiming last_timing_;
+  bool have_last_ = false;
   Stat& read_bytes_;
   Stat& write_bytes_;
   Stat& moved_bytes_;

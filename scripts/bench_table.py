@@ -30,6 +30,10 @@ for b in raw.get("benchmarks", []):
         ips = b["instructions_per_s"]
         add(f"simulator speed, {int(b['instructions'])} instructions", round(ips / 1e6, 3), "M instr/s", ">= 2",
             ips >= 2e6)
+    elif name.startswith("BM_BytesPerInstructionHeld"):
+        bpi = b["bytes_per_instruction"]
+        add(f"simulator memory, {int(b['instructions'])} instructions held", round(bpi, 1), "B/instr", "<= 200",
+            bpi <= 200)
     elif name.startswith("BM_MxuPeakFraction"):
         f = b["fraction_of_peak"]
         add("long bf16 MXU stream, fraction of peak", round(f, 4), "", ">= 0.95", f >= 0.95)

@@ -76,18 +76,22 @@ class TensorCore : public sc_core::sc_module {
     double start = -1;  // seconds; < 0 = not started
     double done = -1;
   };
+  // A synchronous access a later instruction may have to wait for. (DMA and
+  // collective accesses are not recorded: readers synchronize with them
+  // through the program's semaphores.)
   struct Access {
     std::int64_t r0, r1, c0, c1;
     std::uint64_t dyn;
-    bool write;
-    bool async;  // a DMA: later readers synchronize through its semaphore
   };
 
   void sequencer();
   void run_unit(Unit& u);
   void dispatch(std::uint32_t pc);
   Unit& unit_for(const isa::Instruction& inst);
-  std::vector<std::uint64_t> dependencies(const isa::Instruction& inst, std::uint64_t dyn);
+  // Appends the ids of the unfinished instructions program_.code[pc] must wait
+  // for to `u.dep_ids` (ascending, no duplicates) and returns how many.
+  std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
+  [[nodiscard]] bool complete(const Access& a, double t_s);
   void wait_for(std::uint64_t dyn, Unit& u);
   void wait_all_done();
   void wait_until(double t_s);  // no-op when t_s is not in the future
@@ -102,9 +106,25 @@ class TensorCore : public sc_core::sc_module {
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_collective(Unit& u, Dyn& d);
   void retire();
-  Dyn& dyn(std::uint64_t id) { return dyn_[static_cast<size_t>(id - dyn_base_)]; }
+  // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().
+  Dyn& dyn(std::uint64_t id) { return dyn_ring_[static_cast<size_t>(id & dyn_mask_)]; }
+  void push_dyn(std::uint32_t pc);
   [[nodiscard]] std::string where(std::uint32_t pc) const;
-  [[nodiscard]] double now() const { return sc_core::sc_time_stamp().to_seconds(); }
+  // The current time in seconds: sc_time_stamp().to_seconds() bit for bit,
+  // read from the kernel once per activation. Every wait of this module's
+  // processes goes through sleep(), which refreshes it.
+  [[nodiscard]] double now() const { return now_s_; }
+  void refresh_now() {
+    now_s_ = time_res_fs_ > 0 ? static_cast<double>(sc_core::sc_time_stamp().value()) * time_res_fs_ * 1e-15
+                              : sc_core::sc_time_stamp().to_seconds();
+  }
+  template <class What>
+  void sleep(const What& what) {
+    wait(what);
+    refresh_now();
+  }
+  // sc_time(s, SC_SEC), bit for bit, without the kernel's context lookups.
+  [[nodiscard]] sc_core::sc_time seconds(double s) const;
   [[nodiscard]] sc_core::sc_time cycles(double n) const;
 
   const ChipConfig& chip_;
@@ -113,6 +133,10 @@ class TensorCore : public sc_core::sc_module {
   std::string prefix_;
   TraceWriter* trace_;
   double cycle_s_;
+  double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = ask the kernel each time
+  double ticks_per_s_ = 0;
+  double now_s_ = 0;
+  sc_core::sc_time one_cycle_;
 
   std::vector<std::unique_ptr<Unit>> units_;
   std::vector<Unit*> mxus_, dmas_, xlus_;
@@ -120,8 +144,11 @@ class TensorCore : public sc_core::sc_module {
   Unit* eup_ = nullptr;
   Unit* ici_ = nullptr;
 
-  std::deque<Dyn> dyn_;
-  std::uint64_t dyn_base_ = 0;   // id of dyn_.front()
+  // The dynamic instructions not yet dropped, ids [dyn_base_, next_dyn_): a
+  // ring indexed by id (power-of-two size, doubled when full).
+  std::vector<Dyn> dyn_ring_;
+  std::uint64_t dyn_mask_ = 0;
+  std::uint64_t dyn_base_ = 0;   // oldest id still held
   std::uint64_t next_dyn_ = 0;
   std::uint64_t retired_ = 0;    // dyn ids below this have been retired
   double retired_until_s_ = 0;
@@ -132,6 +159,10 @@ class TensorCore : public sc_core::sc_module {
     std::size_t prune_reads_at = 16;
   };
   std::vector<BufferAccesses> scoreboard_;  // per buffer
+  std::vector<std::uint64_t> dep_scratch_;  // reused by dependencies() (no heap per instruction)
+  // One TLM payload for every HBM transfer (a payload allocates its extension
+  // array on construction).
+  tlm::tlm_generic_payload hbm_payload_;
   std::vector<std::int64_t> sem_;
   sc_core::sc_event sem_changed_;
   sc_core::sc_event any_started_;

@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <chrono>
 #include <fmt/format.h>
+#include <fstream>
 #include <sstream>
 
 #include "common/config_loader.h"
@@ -23,46 +24,82 @@ struct Measured {
   double hbm_bytes = 0;
   double peak_flops = 0;
   double hbm_bw = 0;
+  double static_instructions = 0;
+  double held_bytes = 0;      // peak resident memory while simulating, above the start (program + simulator)
+  double assemble_bytes = 0;  // peak resident memory while assembling, above the start
 };
+
+// Resident set (VmRSS) or its peak (VmHWM) of this process, bytes; 0 if unknown.
+double proc_status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string k;
+  double kb = 0;
+  while (in >> k) {
+    if (k == key) {
+      in >> kb;
+      return kb * 1024;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
 
 Measured measure(const std::string& tasm, const std::string& chip = "v5e") {
   std::string error;
   auto out = run_isolated(
       [&]() -> std::string {
         auto cfg = load_config(chip);
+        // Peak resident memory per phase: "clear_refs 5" resets VmHWM to the
+        // current RSS (Linux), so VmHWM after a phase is that phase's peak.
+        auto reset_peak = [] { std::ofstream("/proc/self/clear_refs") << "5"; };
+        reset_peak();
+        const double rss0 = proc_status_bytes("VmRSS:");
         auto prog = isa::assemble(tasm, "bench.tasm");
         if (!cfg.ok() || !prog.ok()) return "error";
+        const double static_instructions = static_cast<double>(prog->code.size());
+        const double assembled = std::max(0.0, proc_status_bytes("VmHWM:") - rss0);
+        reset_peak();
         const auto t0 = std::chrono::steady_clock::now();
         auto r = simulate(cfg->chip, std::move(prog).value());
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!r.ok() || !r->finished) return "error";
+        const double held = std::max(0.0, proc_status_bytes("VmHWM:") - rss0);
         const DerivedFigures d = derive(cfg->chip);
-        return fmt::format("{} {} {} {} {} {} {}", wall, r->seconds, r->stats.value("chip0.core0.instructions"),
+        return fmt::format("{} {} {} {} {} {} {} {} {} {}", wall, r->seconds, r->stats.value("chip0.core0.instructions"),
                            r->stats.sum("chip0.core0.mxu", ".flops"),
                            r->stats.value("chip0.hbm.read_bytes") + r->stats.value("chip0.hbm.write_bytes"),
-                           d.peak_flops_bf16 / static_cast<double>(cfg->chip.tensorcores), cfg->chip.hbm.bandwidth);
+                           d.peak_flops_bf16 / static_cast<double>(cfg->chip.tensorcores), cfg->chip.hbm.bandwidth,
+                           static_instructions, held, assembled);
       },
       error);
   Measured m;
   if (!out || *out == "error") return m;
   std::istringstream in(*out);
-  in >> m.wall_s >> m.sim_s >> m.instructions >> m.mxu_flops >> m.hbm_bytes >> m.peak_flops >> m.hbm_bw;
+  in >> m.wall_s >> m.sim_s >> m.instructions >> m.mxu_flops >> m.hbm_bytes >> m.peak_flops >> m.hbm_bw >>
+      m.static_instructions >> m.held_bytes >> m.assemble_bytes;
   return m;
 }
 
 // A mixed MXU/VPU/DMA loop: per iteration a 4 KiB DMA into VMEM, a 128-row
 // matmul, a VPU add and a transcendental, with a semaphore wait every iteration.
-std::string mixed_program(std::int64_t iterations) {
-  return fmt::format(
-      ".buffer src hbm f32 [8, 128]\n.buffer dst vmem f32 [8, 128]\n"
-      ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n.buffer yv vmem f32 [128, 128]\n"
-      ".buffer a vmem f32 [8, 128]\n.buffer b vmem f32 [8, 128]\n.semaphore s\n"
-      "mxu.load_weights src=wv\n"
-      "repeat count={}\n"
+// `unrolled`: the body written out `iterations` times instead of a repeat
+// loop, so every dynamic instruction is also an instruction the program holds.
+std::string mixed_program(std::int64_t iterations, bool unrolled = false) {
+  const std::string body =
       "  dma.start dst=dst src=src sem=s\n  mxu.matmul lhs=xv\n  vpu.add dst=a a=a b=b\n  eup.exp dst=b src=b\n"
-      "  sem.wait sem=s\n"
-      "end\nmxu.pop dst=yv\n",
-      iterations);
+      "  sem.wait sem=s\n";
+  std::string loop;
+  if (unrolled) {
+    loop.reserve(body.size() * static_cast<std::size_t>(iterations));
+    for (std::int64_t i = 0; i < iterations; ++i) loop += body;
+  } else {
+    loop = fmt::format("repeat count={}\n{}end\n", iterations, body);
+  }
+  return ".buffer src hbm f32 [8, 128]\n.buffer dst vmem f32 [8, 128]\n"
+         ".buffer wv vmem bf16 [128, 128]\n.buffer xv vmem bf16 [128, 128]\n.buffer yv vmem f32 [128, 128]\n"
+         ".buffer a vmem f32 [8, 128]\n.buffer b vmem f32 [8, 128]\n.semaphore s\n"
+         "mxu.load_weights src=wv\n" +
+         loop + "mxu.pop dst=yv\n";
 }
 
 void BM_SimulatedInstructionsPerSecond(benchmark::State& state) {
@@ -76,9 +113,35 @@ void BM_SimulatedInstructionsPerSecond(benchmark::State& state) {
     state.SetIterationTime(m.wall_s);
     state.counters["instructions"] = m.instructions;
     state.counters["instructions_per_s"] = m.instructions / m.wall_s;
+    // Peak memory above the start per dynamic instruction: the simulator
+    // keeps only what is in flight, so this falls as the run grows.
+    state.counters["bytes_per_instruction"] = m.held_bytes / m.instructions;
   }
 }
 BENCHMARK(BM_SimulatedInstructionsPerSecond)->Arg(10000)->Arg(100000)->Arg(400000)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The same program unrolled (no repeat): 5 instructions per iteration held
+// by the program (sem.wait included). Memory per instruction held (issue 5:
+// <= 200 bytes) is the peak resident memory while simulating, above the
+// process before the program was assembled, over the program's instruction
+// count: the program itself plus the simulator's state. The assembler's own
+// transient peak is reported beside it.
+void BM_BytesPerInstructionHeld(benchmark::State& state) {
+  const std::string prog = mixed_program(state.range(0), /*unrolled=*/true);
+  for (auto _ : state) {
+    const Measured m = measure(prog);
+    if (m.wall_s <= 0 || m.static_instructions <= 0) {
+      state.SkipWithError("simulation failed");
+      return;
+    }
+    state.SetIterationTime(m.wall_s);
+    state.counters["instructions"] = m.static_instructions;
+    state.counters["instructions_per_s"] = m.instructions / m.wall_s;
+    state.counters["bytes_per_instruction"] = m.held_bytes / m.static_instructions;
+    state.counters["assembler_peak_bytes_per_instruction"] = m.assemble_bytes / m.static_instructions;
+  }
+}
+BENCHMARK(BM_BytesPerInstructionHeld)->Arg(100000)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // A long bf16 matmul stream on all four v5e MXUs with double-buffered weights:
 // 64 weight tiles per MXU, each streaming 8192 rows (a 8192 x 8192 x 8192 GEMM
