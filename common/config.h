@@ -120,6 +120,7 @@ struct SystemTopology {
   std::vector<bool> wraparound;        // per axis; empty = none stated
   bool twisted = false;
   std::int64_t slices = 1;
+  std::int64_t full_mode_max_chips = 256;  // above: symmetric mode unless --mode says otherwise
   std::optional<std::int64_t> chips;   // if stated, must equal product × slices
 };
 

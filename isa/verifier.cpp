@@ -52,6 +52,25 @@ struct MxuState {
   std::int64_t n = 0;
   bool has_results = false;
   std::int64_t result_cols = 0;
+  // Width N of the results held per range of accumulator rows: first row ->
+  // (rows, N). Matmuls into different rows may use weights of other widths.
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> results;
+  void record(std::int64_t acc, std::int64_t rows, std::int64_t cols) {
+    auto it = results.lower_bound(acc);
+    if (it != results.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second.first > acc) it = prev;
+    }
+    while (it != results.end() && it->first < acc + rows) it = results.erase(it);
+    results[acc] = {rows, cols};
+  }
+  // The width of the results at accumulator row `acc`, or -1 when none was recorded there.
+  [[nodiscard]] std::int64_t width_at(std::int64_t acc) const {
+    auto it = results.upper_bound(acc);
+    if (it == results.begin()) return -1;
+    --it;
+    return it->first + it->second.first > acc ? it->second.second : -1;
+  }
 };
 
 class Verifier {
@@ -516,6 +535,7 @@ class Verifier {
                 }
                 m->has_results = true;
                 m->result_cols = m->n;
+                m->record(s.acc, s.lhs.rows, m->n);
               }
             }
           } else if constexpr (std::is_same_v<S, MxuPop>) {
@@ -524,10 +544,15 @@ class Verifier {
               if (!m->has_results) {
                 error(VerifyError::kMxuNoWeights, i,
                       "mxu.pop on MXU " + std::to_string(s.mxu) + " with no mxu.matmul results to pop");
-              } else if (s.dst.cols != m->result_cols) {
-                error(VerifyError::kOperand, i,
-                      "dst " + tile_text(s.dst) + " has " + std::to_string(s.dst.cols) +
-                          " columns but the results are N = " + std::to_string(m->result_cols) + " wide");
+              } else {
+                const std::int64_t at = m->width_at(s.acc);
+                const std::int64_t width = at >= 0 ? at : m->result_cols;
+                if (s.dst.cols != width) {
+                  error(VerifyError::kOperand, i,
+                        "dst " + tile_text(s.dst) + " has " + std::to_string(s.dst.cols) +
+                            " columns but the results at accumulator row " + std::to_string(s.acc) + " are N = " +
+                            std::to_string(width) + " wide");
+                }
               }
             }
           } else if constexpr (std::is_same_v<S, VpuElementwise>) {

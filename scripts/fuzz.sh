@@ -35,7 +35,7 @@ fi
   -artifact_prefix="$BUILD/crash-hlo-" "$WORK/corpus"
 
 # The assembler/verifier and the config loader, each from its shipped inputs.
-SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))
+SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))   # 15 s at the default 60
 mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep"
 cp "$ROOT"/workloads/asm/*.tasm "$WORK/tasm/"
 cp "$ROOT"/configs/chips/*.yaml "$WORK/yaml/"

@@ -20,7 +20,7 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   auto topo = interconnect::Topology::from_config(chip.system);
   if (!topo.ok()) return topo.errors();
   const std::int64_t n = topo->num_devices();
-  const SpmdMode mode = options.mode.value_or(n > kFullModeMaxChips ? SpmdMode::kSymmetric : SpmdMode::kFull);
+  const SpmdMode mode = options.mode.value_or(n > chip.system.full_mode_max_chips ? SpmdMode::kSymmetric : SpmdMode::kFull);
   if (programs.size() != 1 && (mode != SpmdMode::kFull || static_cast<std::int64_t>(programs.size()) != n)) {
     return Diagnostic{file, 0, 0,
                       fmt::format("internal: {} programs for {} chips in {} mode", programs.size(), n,

@@ -24,11 +24,8 @@
 
 namespace tpusim {
 
-// Systems with more chips than this run in symmetric mode unless told otherwise.
-inline constexpr std::int64_t kFullModeMaxChips = 256;
-
 struct SpmdOptions {
-  std::optional<SpmdMode> mode;  // nullopt = full up to kFullModeMaxChips, then symmetric
+  std::optional<SpmdMode> mode;  // nullopt = full up to system.full_mode_max_chips, then symmetric
   interconnect::CollectiveAlgorithm algorithm = interconnect::CollectiveAlgorithm::kAuto;
   SimOptions sim;  // the trace covers chip 0
 };

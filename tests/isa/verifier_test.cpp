@@ -138,6 +138,28 @@ TEST(Verifier, LiveOverlapFoundPastNeighboursAndReuseOverTimeIsLegal) {
   EXPECT_EQ(r.issues.size(), 1u) << dump(r);
 }
 
+TEST(Verifier, PopWidthFollowsTheAccumulatorRowsItReads) {
+  // One MXU, two matmuls into different accumulator rows with weights 128 and
+  // 96 wide (a ragged last column block), then both pops: legal. Popping the
+  // 96-wide rows as 128 columns is not.
+  const std::string prog = std::string(kHeader) + R"(.buffer w2 vmem bf16 [128, 96] offset=131072
+.buffer y2 vmem f32 [128, 96] offset=163840
+dma.start dst=xv src=x sem=s
+dma.start dst=wv src=w sem=s
+sem.wait sem=s count=2
+mxu.load_weights src=wv
+mxu.matmul lhs=xv[0:128, 0:128] mode=overwrite
+mxu.load_weights src=w2
+mxu.matmul lhs=xv[128:256, 0:128] acc=128 mode=overwrite
+mxu.pop dst=yv[0:128, 0:128]
+)";
+  auto r = check(prog + "mxu.pop dst=y2 acc=128\n");
+  EXPECT_TRUE(r.ok()) << dump(r);
+  r = check(prog + "mxu.pop dst=yv[128:256, 0:128] acc=128\n");
+  ASSERT_EQ(r.count(VerifyError::kOperand), 1u) << dump(r);
+  EXPECT_NE(dump(r).find("accumulator row 128 are N = 96"), std::string::npos) << dump(r);
+}
+
 TEST(Verifier, ReportsReadOfUnwaitedDma) {
   auto r = check(std::string(kHeader) + R"(dma.start dst=wv src=w sem=s
 mxu.load_weights src=wv
