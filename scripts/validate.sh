@@ -24,6 +24,14 @@ status=0
   > out/validate_step.json || status=1
 "$TPUSIM" validate roofline tests/validation/refs/roofline.csv --format json \
   > out/validate_roofline.json || status=1
+# Internal consistency: full vs symmetric multi-chip mode on the tp8 layer
+# (v5p, 8 and 16 chips; tests/sim/spmd_test.cpp checks 64 as well).
+for sys in 8 4x4; do
+  for mode in full symmetric; do
+    "$TPUSIM" run workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo --chip v5p --system "$sys" --mode "$mode" \
+      --format json -q 2>/dev/null > "out/spmd_${sys}_${mode}.json" || status=1
+  done
+done
 for chip in v4 v5e v5p v6e v7; do
   "$TPUSIM" config show --chip "$chip" --format json > "out/config_$chip.json" || status=1
 done

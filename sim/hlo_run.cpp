@@ -1,5 +1,7 @@
 #include "sim/hlo_run.h"
 
+#include <optional>
+
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/fusion.h"
@@ -8,6 +10,7 @@
 #include "sim/isolated.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
+#include "sim/spmd.h"
 
 namespace tpusim {
 namespace {
@@ -28,14 +31,28 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   if (!check.ok()) {
     return failure(1, format_all(check.diagnostics()) + path + ": " + check.format_summary() + "\n").dump();
   }
-  auto result = simulate(chip, std::move(lowered->program));
+  std::int64_t chips = chip.system.slices;
+  for (const auto d : chip.system.topology) chips *= d;
+  std::optional<SpmdResult> spmd;
+  Result<SimResult> result = SimResult{};
+  if (chips > 1) {
+    // A multi-chip system: the SPMD runner (full or symmetric mode by system.full_mode_max_chips).
+    std::vector<isa::Program> programs;
+    programs.push_back(std::move(lowered->program));
+    auto r = simulate_spmd(chip, std::move(programs));
+    if (!r.ok()) return failure(1, format_all(r.errors())).dump();
+    spmd = std::move(r).value();
+    result = std::move(spmd->sim);
+  } else {
+    result = simulate(chip, std::move(lowered->program));
+  }
   if (!result.ok()) return failure(1, format_all(result.errors())).dump();
   if (!result->finished) {
     std::string blocked;
     for (const auto& b : result->blocked) blocked += path + ": deadlock: " + b + "\n";
     return failure(1, blocked).dump();
   }
-  json j = report_json(ReportInput{path, &chip, &*result, &roofline});
+  json j = report_json(ReportInput{path, &chip, &*result, &roofline, spmd ? &*spmd : nullptr});
   j.erase("stats");
   j["approximations"] = lowered->report.approximations;
   return j.dump();

@@ -1,5 +1,6 @@
 #include "sim/validate_hlo.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
@@ -104,13 +105,26 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
     row.system = table->text(rec, "system");
     std::vector<std::string> sets;
     if (row.system != "1") {
-      // The system is a topology (4x4, 4x4x4); multi-chip step validation
-      // needs the SPMD runner.
-      bad.push_back(at(*table, rec, "system",
-                       fmt::format("system '{}': only single-chip rows ('1') can be simulated in this build "
-                                   "(multi-chip SPMD runs are issue 7)",
-                                   row.system)));
-      continue;
+      // A topology such as 8, 4x4 or 4x4x4: chips per axis.
+      std::string list;
+      std::size_t pos = 0;
+      bool ok = !row.system.empty();
+      while (ok) {
+        const std::size_t x = row.system.find('x', pos);
+        const std::string part = row.system.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+        ok = !part.empty() && part.size() <= 6 &&
+             std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+             std::stoll(part) >= 1;
+        list += (list.empty() ? "" : ",") + part;
+        if (x == std::string::npos) break;
+        pos = x + 1;
+      }
+      if (!ok) {
+        bad.push_back(at(*table, rec, "system",
+                         fmt::format("system '{}': expected 1 or chips per axis like 8, 4x4 or 4x4x4", row.system)));
+        continue;
+      }
+      sets.push_back("system.topology=[" + list + "]");
     }
     if (!read_common(*table, rec, row.c, bad, sets)) continue;
     auto ref = table->number(rec, "ref_step_time_s");

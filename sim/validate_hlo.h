@@ -4,8 +4,8 @@
 //
 // step:     workload,chip,system,ref_step_time_s[,tolerance][,source]
 //           An HLO file on a preset or chip YAML and a system ("1", or a
-//           topology such as 4x4 once multi-chip runs exist), compared on step
-//           time: the format for measured profiles. Exit 1 when a row's
+//           topology such as 8, 4x4 or 4x4x4 run by the SPMD runner), compared
+//           on step time: the format for measured profiles. Exit 1 when a row's
 //           relative error exceeds its tolerance (the column, else --tolerance).
 // roofline: workload,chip[,max_factor][,op_slack][,source]
 //           Every op's simulated time must be at least its `tpusim analyze`
