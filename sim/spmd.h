@@ -58,6 +58,12 @@ struct SpmdResult {
 
 // `programs`: one (every chip runs it) or one per chip (full mode only; tests
 // use it to make members late or absent). Runs once per process.
+// "4x4x4" -> "[4,4,4]" (the YAML list for system.topology); "" when the text
+// is not 1 to 3 positive extents joined by 'x'. (--system, validate step rows.)
+std::string system_to_yaml_list(const std::string& text);
+// "[true,true]" for a "[4,4]" list (every axis wraps).
+std::string wrap_all_list(const std::string& yaml_list);
+
 Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
                                  const SpmdOptions& options = {});
 

@@ -10,6 +10,7 @@
 #include "common/config_loader.h"
 #include "common/csv.h"
 #include "sim/hlo_run.h"
+#include "sim/spmd.h"
 
 namespace tpusim {
 namespace {
@@ -106,25 +107,13 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
     std::vector<std::string> sets;
     if (row.system != "1") {
       // A topology such as 8, 4x4 or 4x4x4: chips per axis.
-      std::string list;
-      std::size_t pos = 0;
-      bool ok = !row.system.empty();
-      while (ok) {
-        const std::size_t x = row.system.find('x', pos);
-        const std::string part = row.system.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-        ok = !part.empty() && part.size() <= 6 &&
-             std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
-             std::stoll(part) >= 1;
-        list += (list.empty() ? "" : ",") + part;
-        if (x == std::string::npos) break;
-        pos = x + 1;
-      }
-      if (!ok) {
+      const std::string list = system_to_yaml_list(row.system);
+      if (list.empty()) {
         bad.push_back(at(*table, rec, "system",
                          fmt::format("system '{}': expected 1 or chips per axis like 8, 4x4 or 4x4x4", row.system)));
         continue;
       }
-      sets.push_back("system.topology=[" + list + "]");
+      sets.push_back("system.topology=" + list);
     }
     if (!read_common(*table, rec, row.c, bad, sets)) continue;
     auto ref = table->number(rec, "ref_step_time_s");

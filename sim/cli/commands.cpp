@@ -75,33 +75,6 @@ std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipCo
   return std::move(lowered).value();
 }
 
-std::string system_to_yaml_list(const std::string& text) {
-  std::string list = "[";
-  std::size_t pos = 0;
-  int axes = 0;
-  while (true) {
-    const std::size_t x = text.find('x', pos);
-    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    if (part.empty() || part.size() > 6 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        std::stoll(part) < 1) {
-      return {};
-    }
-    list += (axes++ ? "," : "") + part;
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
-  if (axes > 3) return {};
-  return list + "]";
-}
-
-std::string wrap_all_list(const std::string& yaml_list) {
-  std::string out = "[true";
-  for (char c : yaml_list) {
-    if (c == ',') out += ",true";
-  }
-  return out + "]";
-}
-
 namespace {
 
 // Loads the chip config with --system applied as system.topology; errors

@@ -10,6 +10,7 @@
 #include "isa/hlo/analysis.h"
 #include "isa/lower/lower.h"
 #include "sim/cli/cli.h"
+#include "sim/spmd.h"  // system_to_yaml_list, wrap_all_list
 
 namespace tpusim::cli {
 
@@ -21,11 +22,6 @@ struct RunOptions {
   bool wrap = false;   // --wrap: every axis of --system wraps around (a torus)
 };
 
-// "4x4x4" -> "[4,4,4]" (the YAML list for system.topology); "" when the text
-// is not 1 to 3 positive extents joined by 'x'.
-std::string system_to_yaml_list(const std::string& text);
-// "[true,true]" for a "[4,4]" list (every axis wraps).
-std::string wrap_all_list(const std::string& yaml_list);
 
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
             std::ostream& err);
