@@ -141,6 +141,11 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
     "Close the innermost `repeat`.")                                                               \
   X(Barrier, "barrier", kSequencer, (),                                                            \
     "Stall issue until every earlier instruction on every unit (DMAs included) has completed.")   \
+  X(CoreBarrier, "core.barrier", kSequencer, (),                                                   \
+    "Megacore sync: stall issue until every earlier instruction on every unit of this TensorCore " \
+    "except in-flight collectives (DMAs included) has completed and every TensorCore of the chip " \
+    "has reached its matching core.barrier (the n-th of each core's program). On a one-core chip " \
+    "it is a barrier that leaves collectives in flight.")                                          \
   X(Collective, "collective", kIci,                                                                \
     (F(CollectiveKind, op, kSubop, CollectiveKind::kAllReduce, "collective kind")                  \
      F(TileRef, dst, kRequired, {}, "result tile (HBM or VMEM)")                                   \

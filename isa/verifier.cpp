@@ -366,6 +366,7 @@ class Verifier {
   }
   void check_op(std::size_t, const End&) {}
   void check_op(std::size_t, const Barrier&) {}
+  void check_op(std::size_t, const CoreBarrier&) {}
   void check_op(std::size_t i, const Collective& s) {
     const bool ok = check_tile(i, s.dst, "dst") & check_tile(i, s.src, "src");
     check_sem(i, s.sem);
@@ -513,6 +514,11 @@ class Verifier {
             wait(i, s);
           } else if constexpr (std::is_same_v<S, Barrier>) {
             inflight_.clear();
+          } else if constexpr (std::is_same_v<S, CoreBarrier>) {
+            // Collectives stay in flight (their -done waits on the semaphore).
+            std::erase_if(inflight_, [&](const InFlight& f) {
+              return f.producer < p_.code.size() && isa::opcode(p_.code[f.producer].op) != Opcode::kCollective;
+            });
           } else if constexpr (std::is_same_v<S, MxuLoadWeights>) {
             use(i, {{&s.src, Access::kRead, "src"}});
             if (auto* m = mxu(s.mxu)) {

@@ -15,7 +15,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stat
   socket.register_b_transport(this, &Hbm::b_transport);
 }
 
-void Hbm::b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+void Hbm::b_transport(int /*initiator*/, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
   StridedTile tile;
   if (auto* ext = payload.get_extension<StridedTileExtension>()) {
     tile = ext->tile;

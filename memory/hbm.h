@@ -2,11 +2,13 @@
 // can be plugged in behind the same socket. Timing comes from the pure
 // function hbm_transfer() (channels, bursts, efficiency, latency); the module
 // only queues transfers on the shared device (FIFO) and annotates the delay.
+// The socket takes several initiators: the TensorCores of a megacore chip
+// share one HBM (and its bandwidth).
 #pragma once
 
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "common/config.h"
 #include "memory/bandwidth_server.h"
@@ -27,12 +29,12 @@ struct StridedTileExtension : tlm::tlm_extension<StridedTileExtension> {
 
 class Hbm : public sc_core::sc_module {
  public:
-  tlm_utils::simple_target_socket<Hbm> socket;
+  tlm_utils::multi_passthrough_target_socket<Hbm> socket;
 
   Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stats, const std::string& stat_prefix);
 
  private:
-  void b_transport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+  void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
 
   const HbmConfig& cfg_;
   BandwidthServer device_;

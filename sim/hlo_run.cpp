@@ -25,36 +25,32 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   if (parsed.modules.empty() || !parsed.modules[0].ok()) return failure(2, format_all(parsed.errors())).dump();
   const hlo::Module& module = *parsed.modules[0].value();
   const hlo::RooflineReport roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
-  auto lowered = lower::lower_module(module, chip);
+  auto lowered = lower::lower_for_chip(module, chip);
   if (!lowered.ok()) return failure(1, format_all(lowered.errors())).dump();
-  const isa::VerifyReport check = isa::verify(lowered->program, chip);
-  if (!check.ok()) {
-    return failure(1, format_all(check.diagnostics()) + path + ": " + check.format_summary() + "\n").dump();
+  std::vector<isa::Program> programs;
+  for (auto& l : *lowered) {
+    const isa::VerifyReport check = isa::verify(l.program, chip);
+    if (!check.ok()) {
+      return failure(1, format_all(check.diagnostics()) + path + ": " + check.format_summary() + "\n").dump();
+    }
+    programs.push_back(std::move(l.program));
   }
   std::int64_t chips = chip.system.slices;
   for (const auto d : chip.system.topology) chips *= d;
-  std::optional<SpmdResult> spmd;
-  Result<SimResult> result = SimResult{};
-  if (chips > 1) {
-    // A multi-chip system: the SPMD runner (full or symmetric mode by system.full_mode_max_chips).
-    std::vector<isa::Program> programs;
-    programs.push_back(std::move(lowered->program));
-    auto r = simulate_spmd(chip, std::move(programs));
-    if (!r.ok()) return failure(1, format_all(r.errors())).dump();
-    spmd = std::move(r).value();
-    result = std::move(spmd->sim);
-  } else {
-    result = simulate(chip, std::move(lowered->program));
-  }
-  if (!result.ok()) return failure(1, format_all(result.errors())).dump();
+  // A multi-chip system runs through the SPMD runner (full or symmetric mode
+  // by system.full_mode_max_chips).
+  auto run = simulate_system(chip, std::move(programs), chips > 1);
+  if (!run.ok()) return failure(1, format_all(run.errors())).dump();
+  const SimResult* result = &run->sim;
+  const std::optional<SpmdResult>& spmd = run->spmd;
   if (!result->finished) {
     std::string blocked;
     for (const auto& b : result->blocked) blocked += path + ": deadlock: " + b + "\n";
     return failure(1, blocked).dump();
   }
-  json j = report_json(ReportInput{path, &chip, &*result, &roofline, spmd ? &*spmd : nullptr});
+  json j = report_json(ReportInput{path, &chip, result, &roofline, spmd ? &*spmd : nullptr});
   j.erase("stats");
-  j["approximations"] = lowered->report.approximations;
+  j["approximations"] = lowered->front().report.approximations;
   return j.dump();
 }
 

@@ -16,23 +16,43 @@ struct UnitRow {
   double busy_cycles;
   double instructions;
   double dep_stall_cycles;
+  double flops;
 };
 
-std::vector<UnitRow> unit_rows(const StatsRegistry& s) {
-  // Units are the stats named chip0.core0.<unit>.busy_cycles.
+// TensorCores of chip 0 that ran a program (chip0.coreN.cycles present).
+int cores_run(const StatsRegistry& s) {
+  int n = 1;
+  while (s.all().count("chip0.core" + std::to_string(n) + ".cycles") != 0) ++n;
+  return n;
+}
+
+// Sum of one per-core stat over the cores that ran.
+double core_sum(const StatsRegistry& s, int cores, const std::string& stat) {
+  double v = 0;
+  for (int c = 0; c < cores; ++c) v += s.value("chip0.core" + std::to_string(c) + "." + stat);
+  return v;
+}
+
+std::vector<UnitRow> unit_rows(const StatsRegistry& s, int cores) {
+  // Units are the stats named chip0.coreN.<unit>.busy_cycles; with several
+  // cores (megacore) a row is named coreN.<unit>.
   std::vector<UnitRow> rows;
-  const std::string prefix = "chip0.core0.";
-  for (const auto& [name, stat] : s.all()) {
-    if (!name.starts_with(prefix) || !name.ends_with(".busy_cycles")) continue;
-    const std::string unit = name.substr(prefix.size(), name.size() - prefix.size() - std::string(".busy_cycles").size());
-    if (unit.find('.') != std::string::npos || unit == "vmem") continue;
-    rows.push_back({unit, stat.value, s.value(prefix + unit + ".instructions"),
-                    s.value(prefix + unit + ".dependency_stall_cycles")});
+  for (int c = 0; c < cores; ++c) {
+    const std::string prefix = "chip0.core" + std::to_string(c) + ".";
+    for (const auto& [name, stat] : s.all()) {
+      if (!name.starts_with(prefix) || !name.ends_with(".busy_cycles")) continue;
+      const std::string unit =
+          name.substr(prefix.size(), name.size() - prefix.size() - std::string(".busy_cycles").size());
+      if (unit.find('.') != std::string::npos || unit == "vmem") continue;
+      rows.push_back({cores > 1 ? "core" + std::to_string(c) + "." + unit : unit, stat.value,
+                      s.value(prefix + unit + ".instructions"), s.value(prefix + unit + ".dependency_stall_cycles"),
+                      s.value(prefix + unit + ".flops")});
+    }
   }
   return rows;
 }
 
-// Peak FLOP/s of the one core the program runs on.
+// Peak FLOP/s of one TensorCore.
 double core_peak_flops(const ChipConfig& c) {
   return static_cast<double>(c.core.mxu.count) * static_cast<double>(c.core.mxu.rows) *
          static_cast<double>(c.core.mxu.cols) * 2 * c.clock * c.core.mxu.rate.bf16;
@@ -90,17 +110,20 @@ json report_json(const ReportInput& in) {
   j["finished"] = r.finished;
   j["step_time_s"] = t;
   j["cycles"] = r.cycles;
+  const int cores = cores_run(s);
+  j["tensorcores"] = cores;
   json units = json::object();
   double mxu_flops = 0;
-  for (const auto& u : unit_rows(s)) {
+  for (const auto& u : unit_rows(s, cores)) {
     units[u.name] = {{"busy_cycles", u.busy_cycles},
                      {"utilization", u.busy_cycles / total_cycles},
                      {"instructions", u.instructions},
                      {"dependency_stall_cycles", u.dep_stall_cycles}};
-    if (u.name.starts_with("mxu")) mxu_flops += s.value("chip0.core0." + u.name + ".flops");
+    if (u.name.find("mxu") != std::string::npos) mxu_flops += u.flops;
   }
   j["units"] = units;
-  const double peak = core_peak_flops(c);
+  // The peak of the TensorCores the program ran on (all of a megacore chip's).
+  const double peak = core_peak_flops(c) * cores;
   j["mxu"] = {{"flops", mxu_flops}, {"peak_flops_per_s", peak},
               {"flop_utilization", t > 0 && peak > 0 ? mxu_flops / (t * peak) : 0.0}};
   const double hbm_bytes = s.value("chip0.hbm.read_bytes") + s.value("chip0.hbm.write_bytes");
@@ -108,11 +131,13 @@ json report_json(const ReportInput& in) {
               {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
               {"bytes_per_s", t > 0 ? hbm_bytes / t : 0.0},
               {"bandwidth_utilization", t > 0 ? hbm_bytes / (t * c.hbm.bandwidth) : 0.0}};
-  j["vmem"] = {{"bytes", s.value("chip0.core0.vmem.bytes")},
-               {"utilization", s.value("chip0.core0.vmem.busy_cycles") / total_cycles}};
-  j["stalls"] = {{"sequencer_semaphore_cycles", s.value("chip0.core0.sequencer.stall_semaphore_cycles")},
-                 {"sequencer_queue_full_cycles", s.value("chip0.core0.sequencer.stall_queue_full_cycles")},
-                 {"sequencer_barrier_cycles", s.value("chip0.core0.sequencer.stall_barrier_cycles")}};
+  // VMEM and stalls: summed over the cores (each has its own VMEM).
+  j["vmem"] = {{"bytes", core_sum(s, cores, "vmem.bytes")},
+               {"utilization", core_sum(s, cores, "vmem.busy_cycles") / cores / total_cycles}};
+  j["stalls"] = {{"sequencer_semaphore_cycles", core_sum(s, cores, "sequencer.stall_semaphore_cycles")},
+                 {"sequencer_queue_full_cycles", core_sum(s, cores, "sequencer.stall_queue_full_cycles")},
+                 {"sequencer_barrier_cycles", core_sum(s, cores, "sequencer.stall_barrier_cycles")},
+                 {"sequencer_core_barrier_cycles", core_sum(s, cores, "sequencer.stall_core_barrier_cycles")}};
   json ops = json::array();
   if (in.roofline == nullptr) {
     for (const auto& p : r.provenance) {
@@ -242,8 +267,10 @@ std::string report_text(const ReportInput& in) {
                        a.axis, a.links, a.busy_s * 1e6, 100 * a.utilization);
     }
   }
-  o += fmt::format("MXU          {} FLOP, {:.1f}% of the core's bf16 peak ({})\n",
+  const int cores = j["tensorcores"].get<int>();
+  o += fmt::format("MXU          {} FLOP, {:.1f}% of the {} bf16 peak ({})\n",
                    format_si(j["mxu"]["flops"].get<double>(), ""), 100 * j["mxu"]["flop_utilization"].get<double>(),
+                   cores > 1 ? fmt::format("{} TensorCores'", cores) : std::string("core's"),
                    format_si(j["mxu"]["peak_flops_per_s"].get<double>(), "FLOP/s"));
   o += fmt::format("HBM          {} moved, {}, {:.1f}% of {}\n", format_si(j["hbm"]["bytes"].get<double>(), "B"),
                    format_si(j["hbm"]["bytes_per_s"].get<double>(), "B/s"),
@@ -258,10 +285,13 @@ std::string report_text(const ReportInput& in) {
                      100 * u["utilization"].get<double>(), u["instructions"].get<double>(),
                      u["dependency_stall_cycles"].get<double>());
   }
-  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles\n",
+  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles{}\n",
                    j["stalls"]["sequencer_semaphore_cycles"].get<double>(),
                    j["stalls"]["sequencer_queue_full_cycles"].get<double>(),
-                   j["stalls"]["sequencer_barrier_cycles"].get<double>());
+                   j["stalls"]["sequencer_barrier_cycles"].get<double>(),
+                   cores > 1 ? fmt::format(", core.barrier {:.0f} (summed over the cores)",
+                                           j["stalls"]["sequencer_core_barrier_cycles"].get<double>())
+                             : std::string());
   if (in.roofline == nullptr) {
     o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
     for (const auto& op : j["ops"]) {

@@ -8,7 +8,9 @@
 #include <systemc>
 
 #include "memory/hbm.h"
+#include "sim/core_sync.h"
 #include "sim/trace.h"
+#include <map>
 
 namespace tpusim {
 namespace {
@@ -54,14 +56,55 @@ std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   return {};
 }
 
+std::vector<ProvenanceRow> merge_provenance(const std::vector<const TensorCore*>& cores,
+                                            const std::vector<const isa::Program*>& programs) {
+  std::vector<ProvenanceRow> rows;
+  std::map<std::string, std::size_t, std::less<>> index;
+  for (std::size_t c = 0; c < cores.size(); ++c) {
+    const auto& prov = cores[c]->provenance();
+    for (std::uint32_t id = 0; id < prov.size(); ++id) {
+      const ProvenanceStats& s = prov[id];
+      if (s.instructions == 0 && s.attributed_s == 0) continue;
+      std::string name(programs[c]->strings.get(id));
+      if (name.empty()) name = "(unlabelled)";
+      auto [it, fresh] = index.try_emplace(name, rows.size());
+      if (fresh) rows.push_back({name, {}});
+      ProvenanceStats& m = rows[it->second].stats;
+      if (c == 0) m.attributed_s = s.attributed_s;
+      m.busy_s += s.busy_s;
+      m.flops += s.flops;
+      m.transcendentals += s.transcendentals;
+      m.hbm_bytes += s.hbm_bytes;
+      m.instructions += s.instructions;
+    }
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.stats.attributed_s > b.stats.attributed_s; });
+  return rows;
+}
+
 }  // namespace detail
 
 Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options) {
-  if (!detail::claim_elaboration()) {
-    return Diagnostic{program.file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
+  std::vector<isa::Program> cores;
+  cores.push_back(std::move(program));
+  return simulate_cores(chip, std::move(cores), options);
+}
+
+Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Program> programs,
+                                 const SimOptions& options) {
+  const std::string file = programs.empty() ? std::string("<program>") : programs.front().file;
+  if (programs.empty() || (programs.size() > 1 && static_cast<int>(programs.size()) != chip.tensorcores)) {
+    return Diagnostic{file, 0, 0,
+                      fmt::format("internal: {} programs for a chip of {} TensorCores", programs.size(),
+                                  chip.tensorcores),
+                      ""};
   }
-  if (std::string err = detail::place_buffers(chip, program); !err.empty()) {
-    return Diagnostic{program.file, 0, 0, err, ""};
+  if (!detail::claim_elaboration()) {
+    return Diagnostic{file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
+  }
+  for (auto& p : programs) {
+    if (std::string err = detail::place_buffers(chip, p); !err.empty()) return Diagnostic{p.file, 0, 0, err, ""};
   }
   ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
 
@@ -74,15 +117,26 @@ Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const S
     trace = std::make_unique<TraceWriter>(*trace_file, options.trace_merge_gap_s);
   }
 
-  // Elaboration: the chip's HBM and core 0. (Further TensorCores of the chip
-  // share this HBM once the compiler emits per-core programs.)
+  // Elaboration: the chip's HBM, shared by its TensorCores (one per program).
+  const int ncores = static_cast<int>(programs.size());
   auto hbm = std::make_unique<Hbm>("hbm", chip.hbm, result.stats, "chip0.hbm");
-  auto core = std::make_unique<TensorCore>("core0", chip, program, result.stats, "chip0.core0", trace.get());
-  core->hbm_socket.bind(hbm->socket);
-  if (chip.tensorcores > 1) {
-    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  CoreSync sync(ncores);
+  std::vector<std::unique_ptr<TensorCore>> cores;
+  for (int c = 0; c < ncores; ++c) {
+    const std::string name = fmt::format("core{}", c);
+    cores.push_back(std::make_unique<TensorCore>(name.c_str(), chip, programs[static_cast<std::size_t>(c)],
+                                                 result.stats, "chip0." + name, trace.get(), SpmdBinding{},
+                                                 ncores > 1 ? &sync : nullptr));
+    cores.back()->hbm_socket.bind(hbm->socket);
   }
-  for (const auto& inst : program.code) {
+  if (chip.tensorcores > ncores) {
+    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  } else if (ncores > 1) {
+    result.notes.push_back(fmt::format("megacore: {} TensorCores run their share of every section and meet at "
+                                       "core.barrier; they share the chip's HBM",
+                                       ncores));
+  }
+  for (const auto& inst : programs.front().code) {
     if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
       result.notes.push_back("collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
       break;
@@ -91,20 +145,27 @@ Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const S
 
   sc_core::sc_start();  // runs until no events remain: completion or deadlock
 
-  if (!core->error().empty()) return Diagnostic{program.file, 0, 0, core->error(), ""};
-  result.finished = core->finished();
-  result.blocked = core->blocked();
-  result.seconds = result.finished ? core->end_seconds() : sc_core::sc_time_stamp().to_seconds();
+  result.finished = true;
+  double end = 0;
+  std::vector<const TensorCore*> views;
+  std::vector<const isa::Program*> progs;
+  for (int c = 0; c < ncores; ++c) {
+    const TensorCore& core = *cores[static_cast<std::size_t>(c)];
+    if (!core.error().empty()) {
+      return Diagnostic{file, 0, 0, ncores > 1 ? fmt::format("core {}: {}", c, core.error()) : core.error(), ""};
+    }
+    if (!core.finished()) {
+      result.finished = false;
+      for (const auto& b : core.blocked()) result.blocked.push_back(ncores > 1 ? fmt::format("core {}: {}", c, b) : b);
+    }
+    end = std::max(end, core.finished() ? core.end_seconds() : sc_core::sc_time_stamp().to_seconds());
+    views.push_back(&core);
+    progs.push_back(&programs[static_cast<std::size_t>(c)]);
+  }
+  result.seconds = end;
   result.cycles = std::round(result.seconds * chip.clock);
   result.stats.add("chip0.seconds", "s", "simulated time of the program").value = result.seconds;
-  for (std::uint32_t id = 0; id < core->provenance().size(); ++id) {
-    const ProvenanceStats& s = core->provenance()[id];
-    if (s.instructions == 0 && s.attributed_s == 0) continue;
-    std::string name(program.strings.get(id));
-    result.provenance.push_back({name.empty() ? "(unlabelled)" : name, s});
-  }
-  std::sort(result.provenance.begin(), result.provenance.end(),
-            [](const auto& a, const auto& b) { return a.stats.attributed_s > b.stats.attributed_s; });
+  result.provenance = detail::merge_provenance(views, progs);
   if (trace) trace->finish();
   return result;
 }

@@ -40,12 +40,23 @@ struct SimResult {
 // runs the program on core 0 of the chip. Returns a diagnostic for programs
 // that cannot run (capacity exceeded, an MXU without weights, …).
 Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const SimOptions& options = {});
+// One program per TensorCore (megacore: the lowering's per-core programs,
+// synchronized by core.barrier), all sharing the chip's HBM; `cores` holds 1
+// program or chip.tensorcores. Time is the last core's end; the provenance
+// rows take their time from core 0's timeline and sum FLOPs, bytes and busy
+// time over the cores.
+Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Program> cores,
+                                 const SimOptions& options = {});
 
 namespace detail {
 // False when this process has already elaborated a simulation.
 bool claim_elaboration();
 // Places buffers without an offset; a message when a memory overflows.
 std::string place_buffers(const ChipConfig& chip, isa::Program& p);
+// Provenance rows of one chip's cores (programs[i] ran on cores[i]): time from
+// core 0, the rest summed by name; sorted by attributed time, descending.
+std::vector<ProvenanceRow> merge_provenance(const std::vector<const TensorCore*>& cores,
+                                            const std::vector<const isa::Program*>& programs);
 }  // namespace detail
 
 }  // namespace tpusim

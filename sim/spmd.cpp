@@ -8,6 +8,7 @@
 #include <systemc>
 
 #include "memory/hbm.h"
+#include "sim/core_sync.h"
 #include "sim/tensor_core.h"
 #include "sim/trace.h"
 
@@ -40,10 +41,25 @@ std::string wrap_all_list(const std::string& yaml_list) {
   return out + "]";
 }
 
-Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
-                                 const SpmdOptions& options) {
-  const std::string file = programs.empty() ? std::string("<program>") : programs.front().file;
-  if (programs.empty()) return Diagnostic{file, 0, 0, "internal: simulate_spmd needs a program", ""};
+namespace {
+
+// programs[chip][core]: one chip entry (every chip runs it) or one per chip;
+// one core entry (core 0 only) or one per TensorCore.
+Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa::Program>> programs,
+                            const SpmdOptions& options) {
+  const std::string file =
+      programs.empty() || programs.front().empty() ? std::string("<program>") : programs.front().front().file;
+  if (programs.empty() || programs.front().empty()) {
+    return Diagnostic{file, 0, 0, "internal: simulate_spmd needs a program", ""};
+  }
+  const std::size_t ncores = programs.front().size();
+  for (const auto& c : programs) {
+    if (c.size() != ncores || (ncores > 1 && static_cast<int>(ncores) != chip.tensorcores)) {
+      return Diagnostic{file, 0, 0,
+                        fmt::format("internal: {} programs per chip for {} TensorCores", c.size(), chip.tensorcores),
+                        ""};
+    }
+  }
   auto topo = interconnect::Topology::from_config(chip.system);
   if (!topo.ok()) return topo.errors();
   const std::int64_t n = topo->num_devices();
@@ -57,8 +73,10 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   if (!detail::claim_elaboration()) {
     return Diagnostic{file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
   }
-  for (auto& p : programs) {
-    if (std::string err = detail::place_buffers(chip, p); !err.empty()) return Diagnostic{p.file, 0, 0, err, ""};
+  for (auto& c : programs) {
+    for (auto& p : c) {
+      if (std::string err = detail::place_buffers(chip, p); !err.empty()) return Diagnostic{p.file, 0, 0, err, ""};
+    }
   }
   ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
 
@@ -79,20 +97,34 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   CollectiveFabric fabric(mode, timer);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   std::vector<std::unique_ptr<Hbm>> hbms;
+  std::vector<std::unique_ptr<CoreSync>> syncs;
+  // cores[d * ncores + c]: TensorCore c of chip d.
   std::vector<std::unique_ptr<TensorCore>> cores;
   hbms.reserve(static_cast<size_t>(simulated));
-  cores.reserve(static_cast<size_t>(simulated));
+  cores.reserve(static_cast<size_t>(simulated) * ncores);
   for (std::int64_t d = 0; d < simulated; ++d) {
-    const isa::Program& p = programs[programs.size() == 1 ? 0 : static_cast<size_t>(d)];
+    const auto& chip_programs = programs[programs.size() == 1 ? 0 : static_cast<size_t>(d)];
     const std::string chip_name = fmt::format("chip{}", d);
     hbms.push_back(std::make_unique<Hbm>((chip_name + "_hbm").c_str(), chip.hbm, result.stats, chip_name + ".hbm"));
-    cores.push_back(std::make_unique<TensorCore>((chip_name + "_core0").c_str(), chip, p, result.stats,
-                                                 chip_name + ".core0", d == 0 ? trace.get() : nullptr,
-                                                 SpmdBinding{&fabric, d}));
-    cores.back()->hbm_socket.bind(hbms.back()->socket);
+    syncs.push_back(std::make_unique<CoreSync>(static_cast<int>(ncores)));
+    for (std::size_t c = 0; c < ncores; ++c) {
+      const std::string core_name = fmt::format("{}.core{}", chip_name, c);
+      // Core 0 is the chip's device on the fabric; the lowering gives the
+      // other cores no collectives.
+      cores.push_back(std::make_unique<TensorCore>(fmt::format("{}_core{}", chip_name, c).c_str(), chip,
+                                                   chip_programs[c], result.stats, core_name,
+                                                   d == 0 ? trace.get() : nullptr,
+                                                   c == 0 ? SpmdBinding{&fabric, d} : SpmdBinding{},
+                                                   ncores > 1 ? syncs.back().get() : nullptr));
+      cores.back()->hbm_socket.bind(hbms.back()->socket);
+    }
   }
-  if (chip.tensorcores > 1) {
+  if (chip.tensorcores > static_cast<int>(ncores)) {
     result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  } else if (ncores > 1) {
+    result.notes.push_back(fmt::format("megacore: {} TensorCores per chip run their share of every section and "
+                                       "meet at core.barrier; they share the chip's HBM",
+                                       ncores));
   }
   result.notes.push_back(
       mode == SpmdMode::kFull
@@ -105,10 +137,13 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
 
   sc_core::sc_start();  // runs until no events remain: completion or deadlock
 
-  for (std::int64_t d = 0; d < simulated; ++d) {
-    const TensorCore& core = *cores[static_cast<size_t>(d)];
+  for (std::size_t i = 0; i < cores.size(); ++i) {
+    const TensorCore& core = *cores[i];
     if (!core.error().empty()) {
-      return Diagnostic{file, 0, 0, simulated > 1 ? fmt::format("chip {}: {}", d, core.error()) : core.error(), ""};
+      const std::string who = ncores > 1 ? fmt::format("chip {} core {}: ", i / ncores, i % ncores)
+                              : simulated > 1 ? fmt::format("chip {}: ", i)
+                                              : std::string();
+      return Diagnostic{file, 0, 0, who + core.error(), ""};
     }
   }
   if (fabric.tiled_copies() > 1) {
@@ -120,29 +155,37 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   result.finished = true;
   double step = 0;
   for (std::int64_t d = 0; d < simulated; ++d) {
-    const TensorCore& core = *cores[static_cast<size_t>(d)];
-    if (!core.finished()) {
-      result.finished = false;
-      for (const auto& b : core.blocked()) result.blocked.push_back(fmt::format("chip {}: {}", d, b));
+    double end = 0;
+    for (std::size_t c = 0; c < ncores; ++c) {
+      const TensorCore& core = *cores[static_cast<size_t>(d) * ncores + c];
+      if (!core.finished()) {
+        result.finished = false;
+        for (const auto& b : core.blocked()) {
+          result.blocked.push_back(ncores > 1 ? fmt::format("chip {} core {}: {}", d, c, b)
+                                              : fmt::format("chip {}: {}", d, b));
+        }
+      }
+      end = std::max(end, core.finished() ? core.end_seconds() : sc_core::sc_time_stamp().to_seconds());
     }
-    const double end = core.finished() ? core.end_seconds() : sc_core::sc_time_stamp().to_seconds();
     step = std::max(step, end);
-    out.chip_times.push_back(ChipTime{d, end, core.compute_seconds(), core.communication_seconds(),
-                                      core.exposed_communication_seconds()});
+    // Core 0 issues the chip's collectives: its timeline splits compute and communication.
+    const TensorCore& core0 = *cores[static_cast<size_t>(d) * ncores];
+    out.chip_times.push_back(ChipTime{d, end, core0.compute_seconds(), core0.communication_seconds(),
+                                      core0.exposed_communication_seconds()});
     result.stats.add(fmt::format("chip{}.seconds", d), "s", "simulated time of the program").value = end;
   }
   for (const auto& b : fabric.blocked()) result.blocked.push_back(b);
   result.seconds = step;
   result.cycles = std::round(step * chip.clock);
-  const TensorCore& core0 = *cores.front();
-  for (std::uint32_t id = 0; id < core0.provenance().size(); ++id) {
-    const ProvenanceStats& s = core0.provenance()[id];
-    if (s.instructions == 0 && s.attributed_s == 0) continue;
-    std::string name(programs.front().strings.get(id));
-    result.provenance.push_back({name.empty() ? "(unlabelled)" : name, s});
+  {
+    std::vector<const TensorCore*> views;
+    std::vector<const isa::Program*> progs;
+    for (std::size_t c = 0; c < ncores; ++c) {
+      views.push_back(cores[c].get());
+      progs.push_back(&programs.front()[c]);
+    }
+    result.provenance = detail::merge_provenance(views, progs);
   }
-  std::sort(result.provenance.begin(), result.provenance.end(),
-            [](const auto& a, const auto& b) { return a.stats.attributed_s > b.stats.attributed_s; });
   out.collectives = fabric.rows();
   out.network_runs = timer.network_runs();
   constexpr const char* kAxis[] = {"x", "y", "z"};
@@ -181,6 +224,42 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   }
   if (trace) trace->finish();
   return out;
+}
+
+}  // namespace
+
+Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
+                                 const SpmdOptions& options) {
+  std::vector<std::vector<isa::Program>> per_chip;
+  per_chip.reserve(programs.size());
+  for (auto& p : programs) {
+    per_chip.emplace_back();
+    per_chip.back().push_back(std::move(p));
+  }
+  return run_spmd(chip, std::move(per_chip), options);
+}
+
+Result<SpmdResult> simulate_spmd_cores(const ChipConfig& chip, std::vector<isa::Program> core_programs,
+                                       const SpmdOptions& options) {
+  std::vector<std::vector<isa::Program>> one;
+  one.push_back(std::move(core_programs));
+  return run_spmd(chip, std::move(one), options);
+}
+
+Result<SystemRun> simulate_system(const ChipConfig& chip, std::vector<isa::Program> core_programs, bool multi_chip,
+                                  const SpmdOptions& options) {
+  SystemRun run;
+  if (multi_chip) {
+    auto r = simulate_spmd_cores(chip, std::move(core_programs), options);
+    if (!r.ok()) return r.errors();
+    run.spmd = std::move(r).value();
+    run.sim = std::move(run.spmd->sim);
+    return run;
+  }
+  auto r = simulate_cores(chip, std::move(core_programs), options.sim);
+  if (!r.ok()) return r.errors();
+  run.sim = std::move(r).value();
+  return run;
 }
 
 }  // namespace tpusim

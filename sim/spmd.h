@@ -66,5 +66,21 @@ std::string wrap_all_list(const std::string& yaml_list);
 
 Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
                                  const SpmdOptions& options = {});
+// Megacore chips: every chip runs core_programs[c] on its TensorCore c (the
+// lowering's per-core programs, synchronized by core.barrier, sharing the
+// chip's HBM). Core 0 issues the collectives.
+Result<SpmdResult> simulate_spmd_cores(const ChipConfig& chip, std::vector<isa::Program> core_programs,
+                                       const SpmdOptions& options = {});
+
+// What `tpusim run` simulates for a compiled module: the chip alone
+// (simulate_cores) or, with multi_chip, the system of chip.system
+// (simulate_spmd_cores). `core_programs`: one per TensorCore of a megacore
+// chip, else one. `spmd` is set for multi-chip runs (its `sim` moved out).
+struct SystemRun {
+  SimResult sim;
+  std::optional<SpmdResult> spmd;
+};
+Result<SystemRun> simulate_system(const ChipConfig& chip, std::vector<isa::Program> core_programs, bool multi_chip,
+                                  const SpmdOptions& options = {});
 
 }  // namespace tpusim

@@ -8,6 +8,7 @@
 
 #include "memory/hbm.h"
 #include "sim/collective_fabric.h"
+#include "sim/core_sync.h"
 #include "sim/instruction_cost.h"
 #include "sim/mxu_timing.h"
 
@@ -131,7 +132,8 @@ bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int6
 }  // namespace
 
 TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
-                       StatsRegistry& stats, const std::string& p, TraceWriter* trace, SpmdBinding spmd)
+                       StatsRegistry& stats, const std::string& p, TraceWriter* trace, SpmdBinding spmd,
+                       CoreSync* core_sync)
     : sc_module(name),
       hbm_socket("hbm_socket"),
       chip_(chip),
@@ -148,9 +150,12 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       stall_sem_(stats.add(p + ".sequencer.stall_semaphore_cycles", "cycles", "issue stalled in sem.wait")),
       stall_queue_(stats.add(p + ".sequencer.stall_queue_full_cycles", "cycles", "issue stalled on a full unit queue")),
       stall_barrier_(stats.add(p + ".sequencer.stall_barrier_cycles", "cycles", "issue stalled in barrier")),
+      stall_core_barrier_(stats.add(p + ".sequencer.stall_core_barrier_cycles", "cycles",
+                                    "issue stalled in core.barrier (own drain and the other TensorCores)")),
       vmem_bytes_(stats.add(p + ".vmem.bytes", "bytes", "VMEM traffic of all units")),
       vmem_busy_(stats.add(p + ".vmem.busy_cycles", "cycles", "cycles VMEM bandwidth was in use")) {
   spmd_ = spmd;
+  core_sync_ = core_sync;
   auto add_unit = [&](std::string uname, isa::Unit kind, int index) {
     auto u = std::make_unique<Unit>();
     u->name = std::move(uname);
@@ -346,14 +351,15 @@ void TensorCore::push_dyn(std::uint32_t pc) {
   ++next_dyn_;
 }
 
-void TensorCore::wait_all_done() {
+void TensorCore::wait_all_done(bool include_collectives) {
   while (true) {
     bool pending = false;
     double latest = now();
-    for (const auto& u : units_) pending = pending || !u->queue.empty();
+    for (const auto& u : units_) pending = pending || (!u->queue.empty() && (include_collectives || u.get() != ici_));
     if (!pending) {
       for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
         const Dyn& d = dyn(id);
+        if (!include_collectives && isa::opcode(program_.code[d.pc].op) == isa::Opcode::kCollective) continue;
         if (d.start < 0) pending = true;
         latest = std::max(latest, d.done);
       }
@@ -438,6 +444,17 @@ void TensorCore::sequencer() {
       wait_all_done();
       sequencer_waiting_ = {};
       stall_barrier_ += (now() - from) / cycle_s_;
+    } else if (op == isa::Opcode::kCoreBarrier) {
+      const double from = now();
+      sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
+      wait_all_done(false);
+      if (core_sync_ != nullptr) {
+        sequencer_waiting_ = Waiting{Waiting::Kind::kCoreBarrier, pc, 0, 0};
+        const std::uint64_t generation = core_sync_->arrive();
+        while (core_sync_->generation() == generation) sleep(core_sync_->released());
+      }
+      sequencer_waiting_ = {};
+      stall_core_barrier_ += (now() - from) / cycle_s_;
     } else {
       dispatch(pc);
     }
@@ -699,6 +716,8 @@ std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_nam
       return fmt::format("semaphore '{}' to reach {} (it is {}) at {}", program_.semaphores[w.sem].name, w.count,
                          sem_[w.sem], where(w.pc));
     case Waiting::Kind::kBarrier: return fmt::format("every earlier instruction to complete at {}", where(w.pc));
+    case Waiting::Kind::kCoreBarrier:
+      return fmt::format("the chip's other TensorCores to reach core.barrier {}", where(w.pc));
     case Waiting::Kind::kEnd: return "the last instructions to complete";
     case Waiting::Kind::kStart: return fmt::format("{} to start", where(w.pc));
     case Waiting::Kind::kComplete: return fmt::format("{} to complete", where(w.pc));

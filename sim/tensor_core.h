@@ -26,6 +26,7 @@
 namespace tpusim {
 
 class CollectiveFabric;
+class CoreSync;
 
 // A core's place in a multi-chip system: its collectives go through the
 // fabric (sim/collective_fabric.h) as `device`. No fabric = a single chip,
@@ -50,7 +51,8 @@ class TensorCore : public sc_core::sc_module {
   tlm_utils::simple_initiator_socket<TensorCore> hbm_socket;
 
   TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, const isa::Program& program,
-             StatsRegistry& stats, const std::string& stat_prefix, TraceWriter* trace, SpmdBinding spmd = {});
+             StatsRegistry& stats, const std::string& stat_prefix, TraceWriter* trace, SpmdBinding spmd = {},
+             CoreSync* core_sync = nullptr);
   ~TensorCore() override;
 
   [[nodiscard]] bool finished() const { return finished_; }
@@ -93,7 +95,8 @@ class TensorCore : public sc_core::sc_module {
   std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
   [[nodiscard]] bool complete(const Access& a, double t_s);
   void wait_for(std::uint64_t dyn, Unit& u);
-  void wait_all_done();
+  // include_collectives = false: in-flight collectives may continue (core.barrier).
+  void wait_all_done(bool include_collectives = true);
   void wait_until(double t_s);  // no-op when t_s is not in the future
   // Times of one executed instruction, in seconds after the unit took it.
   struct Exec {
@@ -177,7 +180,7 @@ class TensorCore : public sc_core::sc_module {
   std::string error_;
   // What a party is blocked on, formatted only for the deadlock report.
   struct Waiting {
-    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kEnd, kStart, kComplete, kCollective } kind = Kind::kNone;
+    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kCoreBarrier, kEnd, kStart, kComplete, kCollective } kind = Kind::kNone;
     std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
     std::uint32_t sem = 0;
     std::int64_t count = 0;
@@ -194,6 +197,7 @@ class TensorCore : public sc_core::sc_module {
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
   SpmdBinding spmd_;
+  CoreSync* core_sync_ = nullptr;  // the chip's cross-core rendezvous (megacore); null = one core
   IntervalUnion compute_;
   IntervalUnion comm_;
 
@@ -202,6 +206,7 @@ class TensorCore : public sc_core::sc_module {
   Stat& stall_sem_;
   Stat& stall_queue_;
   Stat& stall_barrier_;
+  Stat& stall_core_barrier_;
   Stat& vmem_bytes_;
   Stat& vmem_busy_;
 };

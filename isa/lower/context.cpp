@@ -110,7 +110,15 @@ std::int64_t Ctx::vmem_budget() const {
 
 void Ctx::begin_section(bool keep_arena) {
   if (!keep_arena) vmem_next_ = 0;
+  // Megacore: the previous section's outputs (written by every core) are
+  // complete before this one reads them.
+  if (opt.cores > 1 && report.sections > 0) emit(isa::CoreBarrier{});
   ++report.sections;
+}
+
+std::pair<std::int64_t, std::int64_t> Ctx::core_share(std::int64_t items) const {
+  const std::int64_t n = std::max(1, opt.cores), c = std::clamp<std::int64_t>(opt.core, 0, n - 1);
+  return {items * c / n, items * (c + 1) / n};
 }
 
 std::uint32_t Ctx::vmem(std::string_view name, isa::DType d, std::int64_t rows, std::int64_t cols) {

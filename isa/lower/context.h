@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isa/hlo/ir.h"
@@ -73,6 +74,10 @@ class Ctx {
   // keep_arena: inside a loop body every buffer is live for the whole loop.
   void begin_section(bool keep_arena = false);
   [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
+  // Megacore: this core's contiguous share [first, last) of `items` units of
+  // work (all of them when cores = 1).
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> core_share(std::int64_t items) const;
+  [[nodiscard]] bool split_cores() const { return opt.cores > 1; }
   [[nodiscard]] std::int64_t vmem_budget() const;
   // Bytes of a VMEM buffer as the verifier counts it (padded to the tiling).
   [[nodiscard]] std::int64_t vmem_footprint(isa::DType d, std::int64_t rows, std::int64_t cols) const;

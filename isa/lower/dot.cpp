@@ -36,6 +36,8 @@ class DotLowering {
     C_ = std::max<std::int64_t>(1, mxu.cols);
     lhs_dt_ = mxu_dtype(d.lhs.dtype);
     rhs_dt_ = mxu_dtype(d.rhs.dtype);
+    cores_ = std::max(1, c.opt.cores);
+    split_ = cores_ > 1;
   }
 
   void run() {
@@ -47,14 +49,17 @@ class DotLowering {
       DotSpec one = d_;
       one.batch = 1;
       DotLowering single(c_, one);
+      single.split_ = false;  // megacore: the cores split the batch instead
       single.t_ = single.choose();
       const double per = static_cast<double>(ceil_div(one.m, single.t_.tm) * ceil_div(one.n, single.t_.tn) *
                                              ceil_div(one.k, single.t_.tk));
       if (per * static_cast<double>(d_.batch) > 4096) {
-        c_.emit(isa::Repeat{d_.batch});
+        const auto [first, last] = split_ ? c_.core_share(d_.batch) : std::pair<std::int64_t, std::int64_t>{0, d_.batch};
+        if (last <= first) return;  // more cores than batch elements: nothing for this one
+        c_.emit(isa::Repeat{last - first});
         single.run();
         c_.emit(isa::End{});
-        c_.report.tilings.back() += " repeat=" + std::to_string(d_.batch);
+        c_.report.tilings.back() += " repeat=" + std::to_string(last - first);
         return;
       }
     }
@@ -116,8 +121,13 @@ class DotLowering {
           const double part_rows = static_cast<double>(ceil_div(tm, p));
           const double step_mxu = static_cast<double>(ceil_div(tk, R_) * per_mxu) *
                                   std::max(part_rows / rate, load) / clock;
-          const double steps = static_cast<double>(B * nm * nn * nk);
-          const double pops = static_cast<double>(B * nm * nn * per_mxu) * part_rows / 8.0 *
+          // Megacore: this core computes its share of the output blocks
+          // while the other cores stream theirs through the same HBM.
+          const std::int64_t blocks = B * nm * nn;
+          const std::int64_t my_blocks = split_ ? ceil_div(blocks, cores_) : blocks;
+          const double share = static_cast<double>(my_blocks) / static_cast<double>(blocks);
+          const double steps = static_cast<double>(my_blocks * nk);
+          const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
                               static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
           // HBM time of the strided tiles: short contiguous runs (a tile row)
           // waste bursts and channel parallelism; below ~1 KiB per row the
@@ -127,10 +137,13 @@ class DotLowering {
           const double run_l = static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
           const double run_r = static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
           const double run_o = static_cast<double>(tn) * bo;
-          const double dma_s = lhs_b / (bw * eff(run_l)) + rhs_b / (bw * eff(run_r)) + out_b / (bw * eff(run_o));
+          const double dma_s = (lhs_b / (bw * eff(run_l)) + rhs_b / (bw * eff(run_r)) + out_b / (bw * eff(run_o))) *
+                               share * static_cast<double>(cores_);
           const double step_dma = dma_s / steps + lat;
-          const double first = (static_cast<double>(tm * tk) * bl + static_cast<double>(tk * tn) * br) / bw + lat;
-          const double last = static_cast<double>(tm * tn) * bo / bw + static_cast<double>(tm + R_ + C_) / clock + lat;
+          const double core_bw = bw / static_cast<double>(cores_);
+          const double first = (static_cast<double>(tm * tk) * bl + static_cast<double>(tk * tn) * br) / core_bw + lat;
+          const double last =
+              static_cast<double>(tm * tn) * bo / core_bw + static_cast<double>(tm + R_ + C_) / clock + lat;
           const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
           // Program size matters too (the issue asks for programs of at most
           // a few million instructions): a mild penalty per instruction.
@@ -203,12 +216,17 @@ class DotLowering {
   void emit() {
     const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
     const std::int64_t nm = ceil_div(M, t_.tm), nn = ceil_div(N, t_.tn), nk = ceil_div(K, t_.tk);
+    // Megacore: this core's contiguous share of the output blocks (in
+    // b, mb, nb order, so a core keeps the lhs reuse across nb).
+    const auto [first_block, last_block] =
+        split_ ? c_.core_share(B * nm * nn) : std::pair<std::int64_t, std::int64_t>{0, B * nm * nn};
+    if (last_block <= first_block) return;  // more cores than output blocks: nothing for this one
     std::vector<StepIdx> steps;
-    steps.reserve(static_cast<std::size_t>(B * nm * nn * nk));
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t mb = 0; mb < nm; ++mb)
-        for (std::int64_t nb = 0; nb < nn; ++nb)
-          for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
+    steps.reserve(static_cast<std::size_t>((last_block - first_block) * nk));
+    for (std::int64_t ob = first_block; ob < last_block; ++ob) {
+      const std::int64_t b = ob / (nm * nn), mb = ob / nn % nm, nb = ob % nn;
+      for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
+    }
 
     Ring lr{"lhs", d_.lhs.dtype, {}, 0, -1, {c_.sem("lhs0"), c_.sem("lhs1")}, {0, 0}};
     Ring rr{"rhs", d_.rhs.dtype, {}, 0, -1, {c_.sem("rhs0"), c_.sem("rhs1")}, {0, 0}};
@@ -243,7 +261,6 @@ class DotLowering {
     std::array<std::int64_t, 2> epi_pending{0, 0};
     std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
     const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
-    std::int64_t out_block = 0;
 
     struct Cur {
       std::uint32_t lhs = 0, rhs = 0;
@@ -332,6 +349,7 @@ class DotLowering {
           const Array& a = *e.a;
           std::int64_t r0 = s.b * M + m0, rows = me, c0 = n0, cols = ne;
           if (!e.out_shaped) {
+            const std::int64_t out_block = (s.b * nm + s.mb) * nn + s.nb;
             const std::int64_t share = ceil_div(a.rows, out_blocks);
             r0 = std::min(a.rows, out_block * share);
             rows = std::min(share, a.rows - r0);
@@ -350,7 +368,6 @@ class DotLowering {
           ++epi_pending[static_cast<std::size_t>(out_slot)];
           if (e.out_shaped) epi_tiles.push_back(c_.whole(vb));
         }
-        ++out_block;
       }
       const std::int64_t ksubs = ceil_div(ke, R_);
       for (std::int64_t ks = 0; ks < ksubs; ++ks) {
@@ -419,6 +436,8 @@ class DotLowering {
   isa::DType lhs_dt_ = isa::DType::kBf16, rhs_dt_ = isa::DType::kBf16;
   Tiling t_;
   int loaded_slot_ = 0;
+  int cores_ = 1;       // TensorCores sharing the HBM while this dot runs
+  bool split_ = false;  // this program computes only its core's share
   std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::uint32_t> scratch_;
 };
 

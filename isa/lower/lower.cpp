@@ -67,6 +67,8 @@ class Lowerer {
     auto r = lower_computation(*entry, params, true);
     if (!r.ok()) return r.errors();
     wait_all_async();
+    // Megacore: the cores end together (the module's outputs are complete).
+    if (c_.opt.cores > 1 && c_.report.sections > 0) c_.emit(isa::CoreBarrier{});
     return true;
   }
 
@@ -679,6 +681,7 @@ class Lowerer {
       if (same_shape_kind && (dst.rows != src.rows || dst.cols != src.cols)) {
         dst = c_.hbm_array(std::string(x.name()) + ".dst", src.shape);
       }
+      if (c_.opt.core != 0) continue;  // megacore: core 0 is the chip's device on the ICI
       c_.emit(isa::Collective{kind, c_.whole(dst.buffer), c_.whole(src.buffer), groups, sem});
       ++n;
     }
@@ -748,6 +751,22 @@ Result<Lowered> lower_module(const hlo::Module& module, const ChipConfig& chip, 
                       "unsupported: the lowered program exceeds " + std::to_string(options.max_instructions) +
                           " instructions",
                       ""};
+  }
+  return out;
+}
+
+int megacore_cores(const ChipConfig& chip) {
+  return chip.megacore ? static_cast<int>(std::max<std::int64_t>(1, chip.tensorcores)) : 1;
+}
+
+Result<std::vector<Lowered>> lower_for_chip(const hlo::Module& module, const ChipConfig& chip, LowerOptions options) {
+  std::vector<Lowered> out;
+  options.cores = megacore_cores(chip);
+  for (int c = 0; c < options.cores; ++c) {
+    options.core = c;
+    auto l = lower_module(module, chip, options);
+    if (!l.ok()) return l.errors();
+    out.push_back(std::move(l).value());
   }
   return out;
 }

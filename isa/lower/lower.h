@@ -26,6 +26,12 @@ struct LowerOptions {
   std::int64_t dot_tile_m = 0, dot_tile_n = 0, dot_tile_k = 0;
   // while loops without backend_config known_trip_count run this many times.
   std::int64_t default_trip_count = 1;
+  // Megacore: the program for TensorCore `core` of `cores` that split every
+  // section's work (dot output blocks, stream chunks) and meet at a
+  // core.barrier between sections; core 0 also issues the collectives and
+  // the work too small to split. cores = 1: the whole module on one core.
+  int core = 0;
+  int cores = 1;
 };
 
 // What happened to one HLO instruction.
@@ -58,5 +64,15 @@ struct Lowered {
 // error names the instruction and file:line ("unsupported: X at f.hlo:12").
 Result<Lowered> lower_module(const hlo::Module& module, const ChipConfig& chip,
                              const LowerOptions& options = {});
+
+// The TensorCores the lowering splits work over on `chip`: tensorcores for a
+// megacore chip, else 1 (a non-megacore chip's cores are separate devices).
+int megacore_cores(const ChipConfig& chip);
+
+// One program per TensorCore of a megacore chip (lower_module with core =
+// 0..cores-1), else the single program. Every program declares the same HBM
+// buffers in the same order, so they address one shared HBM image.
+Result<std::vector<Lowered>> lower_for_chip(const hlo::Module& module, const ChipConfig& chip,
+                                            LowerOptions options = {});
 
 }  // namespace tpusim::lower

@@ -644,6 +644,18 @@ class Streamer {
 
   // ---- the chunk loop ----
   void emit_all() {
+    // Megacore: each core streams a contiguous share of the chunks; a kernel
+    // of fewer chunks than cores runs on core 0. Resident (small) outputs
+    // are written back by core 0.
+    std::int64_t lo = 0, hi = chunks_;
+    const bool split = c_.split_cores() && chunks_ >= c_.opt.cores;
+    if (split) {
+      std::tie(lo, hi) = c_.core_share(chunks_);
+    } else if (c_.opt.core != 0) {
+      return;
+    }
+    if (hi <= lo) return;
+    const bool writes_resident = c_.opt.core == 0;
     const isa::SemRef in[2] = {c_.sem("in0"), c_.sem("in1")};
     const isa::SemRef out[2] = {c_.sem("out0"), c_.sem("out1")};
     const isa::SemRef res = c_.sem("res");
@@ -666,13 +678,13 @@ class Streamer {
     };
     std::vector<std::int64_t> in_count(static_cast<std::size_t>(chunks_), 0);
     std::vector<std::int64_t> out_count(static_cast<std::size_t>(chunks_), 0);
-    in_count[0] = prefetch(0);
+    in_count[static_cast<std::size_t>(lo)] = prefetch(lo);
     c_.wait(res, res_count);
-    for (std::int64_t i = 0; i < chunks_; ++i) {
+    for (std::int64_t i = lo; i < hi; ++i) {
       const auto ui = static_cast<std::size_t>(i);
-      if (i + 1 < chunks_) in_count[ui + 1] = prefetch(i + 1);
+      if (i + 1 < hi) in_count[ui + 1] = prefetch(i + 1);
       c_.wait(in[i % 2], in_count[ui]);
-      if (i >= 2) c_.wait(out[i % 2], out_count[ui - 2]);
+      if (i >= lo + 2) c_.wait(out[i % 2], out_count[ui - 2]);
       compute_chunk(i);
       for (const ArrayStream& s : outs_) {
         if (!s.streamed) continue;
@@ -683,11 +695,11 @@ class Streamer {
       }
       if (c_.prog.code.size() > c_.opt.max_instructions) return;
     }
-    if (chunks_ >= 2) c_.wait(out[chunks_ % 2], out_count[static_cast<std::size_t>(chunks_ - 2)]);
-    c_.wait(out[(chunks_ - 1) % 2], out_count[static_cast<std::size_t>(chunks_ - 1)]);
+    if (hi - lo >= 2) c_.wait(out[hi % 2], out_count[static_cast<std::size_t>(hi - 2)]);
+    c_.wait(out[(hi - 1) % 2], out_count[static_cast<std::size_t>(hi - 1)]);
     std::int64_t n = 0;
     for (const ArrayStream& s : outs_) {
-      if (s.streamed) continue;
+      if (s.streamed || !writes_resident) continue;
       c_.dma(c_.whole(s.a.buffer), c_.whole(s.resident), res);
       ++n;
     }

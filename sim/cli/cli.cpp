@@ -80,7 +80,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_common_options(*lower, opt);
   std::string lower_output;
   lower->add_option("-o,--output", lower_output, "Write the program here (default: stdout)")->type_name("FILE.tasm");
-  lower->callback([&] { action = [&] { return cmd_lower(opt, input, lower_output, out, err); }; });
+  int lower_core = 0;
+  lower->add_option("--core", lower_core,
+                    "Megacore chips (v4, v5p): write TensorCore N's program (each core takes a share of every "
+                    "section; default 0)")
+      ->type_name("N");
+  lower->callback([&] { action = [&] { return cmd_lower(opt, input, lower_output, lower_core, out, err); }; });
 
   auto* check = app.add_subcommand("check", "Verify an assembly program (bounds, hazards, deadlocks)");
   check->add_option("input", input, "prog.tasm")->required();

@@ -45,8 +45,9 @@ bool read_text(const std::string& path, std::string& text, std::ostream& err) {
 
 }  // namespace
 
-std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
-                                          std::ostream& err, bool print_notes, hlo::RooflineReport* roofline) {
+std::optional<std::vector<lower::Lowered>> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
+                                                       std::ostream& err, bool print_notes,
+                                                       hlo::RooflineReport* roofline) {
   auto parsed = hlo::parse_hlo_file(input);
   if (parsed.modules.empty() || !parsed.modules[0].ok()) {
     err << format_all(parsed.errors());
@@ -60,14 +61,14 @@ std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipCo
   if (roofline != nullptr) {
     *roofline = lower::roofline_as_lowered(*parsed.modules[0].value(), hlo::RooflineRates::from_figures(derive(chip)));
   }
-  auto lowered = lower::lower_module(*parsed.modules[0].value(), chip);
+  auto lowered = lower::lower_for_chip(*parsed.modules[0].value(), chip);
   if (!lowered.ok()) {
     err << format_all(lowered.errors());
     code = kFailure;
     return std::nullopt;
   }
   if (print_notes) {
-    const auto& approx = lowered->report.approximations;
+    const auto& approx = lowered->front().report.approximations;
     for (std::size_t i = 0; i < approx.size() && i < 10; ++i) err << input << ": note: " << approx[i] << "\n";
     if (approx.size() > 10) err << fmt::format("{}: note: {} more approximations\n", input, approx.size() - 10);
   }
@@ -165,56 +166,46 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   for (auto d : cfg.chip.system.topology) chips *= d;
   const bool multi_chip = chips > 1 || mode.has_value() || !run.system.empty();
   std::string text;
-  Result<isa::Program> prog = isa::Program{};
+  std::vector<isa::Program> programs;  // one per TensorCore of a megacore chip (HLO), else one
   hlo::RooflineReport roofline;
   if (is_hlo(input)) {
     // HLO: compile with isa/lower (issue 6), then run like a .tasm program.
     int code = kOk;
     auto lowered = compile_hlo(input, cfg.chip, code, err, true, &roofline);
     if (!lowered) return code;
-    prog = std::move(lowered->program);
+    for (auto& l : *lowered) programs.push_back(std::move(l.program));
   } else {
     if (!read_text(input, text, err)) return kUsageError;
-    prog = isa::assemble(text, input);
-  }
-  if (!prog.ok()) {
-    err << format_all(prog.errors());
-    return kUsageError;
+    auto prog = isa::assemble(text, input);
+    if (!prog.ok()) {
+      err << format_all(prog.errors());
+      return kUsageError;
+    }
+    programs.push_back(std::move(prog).value());
   }
   // Run only legal programs: the verifier's findings would make the timing meaningless.
-  const isa::VerifyReport report = isa::verify(*prog, cfg.chip, text);
-  const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
-  if (!report.ok() && !only_deadlock) {
-    err << format_all(report.diagnostics());
-    err << fmt::format("{}: {}; not simulated (see `tpusim check`)\n", input, report.format_summary());
-    return kFailure;
-  }
-  SimOptions sim;
-  sim.trace_path = run.trace_path;
-  sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
-  std::optional<SpmdResult> spmd;
-  Result<SimResult> result = SimResult{};
-  if (multi_chip) {
-    SpmdOptions so;
-    so.mode = mode;
-    so.sim = sim;
-    std::vector<isa::Program> programs;
-    programs.push_back(std::move(prog).value());
-    auto r = simulate_spmd(cfg.chip, std::move(programs), so);
-    if (!r.ok()) {
-      err << format_all(r.errors());
+  for (std::size_t c = 0; c < programs.size(); ++c) {
+    const isa::VerifyReport report = isa::verify(programs[c], cfg.chip, text);
+    const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
+    if (!report.ok() && !only_deadlock) {
+      err << format_all(report.diagnostics());
+      const std::string which = programs.size() > 1 ? fmt::format(" (TensorCore {})", c) : "";
+      err << fmt::format("{}{}: {}; not simulated (see `tpusim check`)\n", input, which, report.format_summary());
       return kFailure;
     }
-    spmd = std::move(r).value();
-    result = std::move(spmd->sim);
-  } else {
-    result = simulate(cfg.chip, std::move(prog).value(), sim);
   }
-  if (!result.ok()) {
-    err << format_all(result.errors());
+  SpmdOptions so;
+  so.mode = mode;
+  so.sim.trace_path = run.trace_path;
+  so.sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
+  auto sys = simulate_system(cfg.chip, std::move(programs), multi_chip, so);
+  if (!sys.ok()) {
+    err << format_all(sys.errors());
     return kFailure;
   }
-  const ReportInput in{input, &cfg.chip, &*result, is_hlo(input) ? &roofline : nullptr, spmd ? &*spmd : nullptr};
+  const SimResult* result = &sys->sim;
+  const std::optional<SpmdResult>& spmd = sys->spmd;
+  const ReportInput in{input, &cfg.chip, result, is_hlo(input) ? &roofline : nullptr, spmd ? &*spmd : nullptr};
   const nlohmann::json j = report_json(in);
   if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
@@ -285,15 +276,21 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
 
 namespace tpusim::cli {
 
-int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, std::ostream& out,
-              std::ostream& err) {
+int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
+              std::ostream& out, std::ostream& err) {
   LoadedConfig cfg;
   if (!load_chip(opt, cfg, err)) return kUsageError;
+  const int cores = lower::megacore_cores(cfg.chip);
+  if (core < 0 || core >= cores) {
+    err << fmt::format("--core: error: expected a TensorCore of chip {} from 0 to {}, got {}\n", cfg.chip.name,
+                       cores - 1, core);
+    return kUsageError;
+  }
   int code = kOk;
   auto lowered = compile_hlo(input, cfg.chip, code, err, /*print_notes=*/false);
   if (!lowered) return code;
-  const isa::Program& prog = lowered->program;
-  const lower::LowerReport& rep = lowered->report;
+  const isa::Program& prog = (*lowered)[static_cast<std::size_t>(core)].program;
+  const lower::LowerReport& rep = (*lowered)[static_cast<std::size_t>(core)].report;
   const isa::VerifyReport check = isa::verify(prog, cfg.chip);
   if (opt.format == Format::kJson) {
     nlohmann::json notes = nlohmann::json::array();
@@ -302,6 +299,8 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
     }
     nlohmann::json j{{"input", input},
                      {"chip", cfg.chip.name},
+                     {"core", core},
+                     {"cores", cores},
                      {"instructions", prog.code.size()},
                      {"buffers", prog.buffers.size()},
                      {"sections", rep.sections},
@@ -321,6 +320,11 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
       "approximated\n",
       input, cfg.chip.name, prog.code.size(), prog.buffers.size(), rep.sections, rep.count(lower::NoteKind::kLowered),
       rep.count(lower::NoteKind::kFree), rep.count(lower::NoteKind::kApprox));
+  if (cores > 1) {
+    text += fmt::format("# megacore: the program of TensorCore {} of {} (each core takes its share of every "
+                        "section; --core N writes the others)\n",
+                        core, cores);
+  }
   for (const auto& a : rep.approximations) text += "# " + a + "\n";
   for (const auto& t : rep.tilings) text += "# tiling " + t + "\n";
   text += isa::print(prog);

@@ -3,6 +3,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <optional>
 
@@ -25,18 +26,20 @@ struct RunOptions {
 
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
             std::ostream& err);
-int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, std::ostream& out,
-              std::ostream& err);
+// core: which TensorCore's program of a megacore chip to write (0-based).
+int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
+              std::ostream& out, std::ostream& err);
 int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
 int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
 int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,
                  const std::string& tolerance, std::ostream& out, std::ostream& err);
 
-// Parses the first module of an HLO file and lowers it for `chip`. On failure
-// prints the diagnostics, sets `code` (2: bad HLO, 1: cannot lower) and
-// returns nothing; with print_notes, lists the approximations on `err`.
-std::optional<lower::Lowered> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
-                                          std::ostream& err, bool print_notes = true,
-                                          hlo::RooflineReport* roofline = nullptr);
+// Parses the first module of an HLO file and lowers it for `chip`: one
+// program per TensorCore of a megacore chip, else one (lower::lower_for_chip).
+// On failure prints the diagnostics, sets `code` (2: bad HLO, 1: cannot
+// lower) and returns nothing; with print_notes, lists the approximations on `err`.
+std::optional<std::vector<lower::Lowered>> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
+                                                       std::ostream& err, bool print_notes = true,
+                                                       hlo::RooflineReport* roofline = nullptr);
 
 }  // namespace tpusim::cli

@@ -32,19 +32,25 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
-Result<isa::Program> load_program(const std::string& input, const ChipConfig& chip) {
+// One program per TensorCore of a megacore chip (HLO input), else one.
+Result<std::vector<isa::Program>> load_programs(const std::string& input, const ChipConfig& chip) {
+  std::vector<isa::Program> programs;
   if (input.ends_with(".hlo") || input.ends_with(".txt") || input.ends_with(".hlotxt")) {
     auto parsed = hlo::parse_hlo_file(input);
     if (parsed.modules.empty() || !parsed.modules[0].ok()) return parsed.errors();
-    auto lowered = lower::lower_module(*parsed.modules[0].value(), chip);
+    auto lowered = lower::lower_for_chip(*parsed.modules[0].value(), chip);
     if (!lowered.ok()) return lowered.errors();
-    return std::move(lowered->program);
+    for (auto& l : *lowered) programs.push_back(std::move(l.program));
+    return programs;
   }
   std::ifstream in(input, std::ios::binary);
   if (!in) return Diagnostic{input, 0, 0, "cannot open file", ""};
   std::stringstream ss;
   ss << in.rdbuf();
-  return isa::assemble(ss.str(), input);
+  auto p = isa::assemble(ss.str(), input);
+  if (!p.ok()) return p.errors();
+  programs.push_back(std::move(p).value());
+  return programs;
 }
 
 // One system size, in a child process (one SystemC elaboration each).
@@ -55,13 +61,11 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
   if (wrap) sets.push_back("system.wraparound=" + wrap_all_list(list));
   auto cfg = load_config(opt.chip, sets);
   if (!cfg.ok()) return json{{"error", format_all(cfg.errors())}};
-  auto prog = load_program(input, cfg->chip);
-  if (!prog.ok()) return json{{"error", format_all(prog.errors())}};
-  std::vector<isa::Program> programs;
-  programs.push_back(std::move(prog).value());
+  auto programs = load_programs(input, cfg->chip);
+  if (!programs.ok()) return json{{"error", format_all(programs.errors())}};
   SpmdOptions so;
   so.mode = mode;
-  auto r = simulate_spmd(cfg->chip, std::move(programs), so);
+  auto r = simulate_spmd_cores(cfg->chip, std::move(programs).value(), so);
   if (!r.ok()) return json{{"error", format_all(r.errors())}};
   if (!r->sim.finished) return json{{"error", "deadlock: " + (r->sim.blocked.empty() ? "" : r->sim.blocked[0])}};
   // The chip that sets the step time.
@@ -72,7 +76,8 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
   // Bound: exposed communication, or the kind (compute / memory) of the ops
   // that took most of the remaining time.
   double compute = 0, memory = 0;
-  const double peak = static_cast<double>(cfg->chip.core.mxu.count * cfg->chip.core.mxu.rows * cfg->chip.core.mxu.cols) *
+  const double peak = static_cast<double>(lower::megacore_cores(cfg->chip) * cfg->chip.core.mxu.count *
+                                          cfg->chip.core.mxu.rows * cfg->chip.core.mxu.cols) *
                       2 * cfg->chip.clock * cfg->chip.core.mxu.rate.bf16;
   for (const auto& p : r->sim.provenance) {
     const double c = peak > 0 ? p.stats.flops / peak : 0;
@@ -139,7 +144,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   if (!load_chip(opt, cfg, err)) return kUsageError;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (i > 0 && inputs[i] == inputs[i - 1]) continue;
-    if (auto p = load_program(inputs[i], cfg.chip); !p.ok()) {
+    if (auto p = load_programs(inputs[i], cfg.chip); !p.ok()) {
       err << format_all(p.errors());
       return kUsageError;
     }
