@@ -540,9 +540,11 @@ def build(a, fmt_float):
     for name in order:
         start = reduced.get(name)
         gval = grads[name] if start is None else rs_done(start) if isinstance(start.shape, list) else ar_done(start)
+        # The fused computation is the same for every parameter: one comment, on the first.
+        comment = None if new else ("Adam (b1 0.9, b2 0.999, eps 1e-8, lr 1e-4 with the bias corrections folded "
+                                    "in) on the local shard (multi-output: w', m', v').")
         f = m.fusion(e, "kLoop", "loop_multiply_fusion",
-                     [W[name], gval, MOM[("m", name)], MOM[("v", name)]], adam,
-                     None)
+                     [W[name], gval, MOM[("m", name)], MOM[("v", name)]], adam, comment)
         new[name] = [e.op("get-tuple-element", s, [f], f"index={i}") for i, s in
                      enumerate((W[name].shape, MOM[("m", name)].shape, MOM[("v", name)].shape))]
     outs = [y, dx] + [new[w][0] for w, _, _ in weights] + [new[w][1] for w, _, _ in weights] + \
@@ -551,15 +553,7 @@ def build(a, fmt_float):
     root = e.op("tuple", [o.shape for o in outs], outs,
                 "sharding={" + ", ".join(out_shardings) + "}")
 
-    # Adam's fused computation is the same for every parameter: one comment on the first.
-    comps = []
-    adam_seen = False
-    for comment, text in m.comps:
-        if comment is None:
-            comment = None if adam_seen else ("Adam (b1 0.9, b2 0.999, eps 1e-8, lr 1e-4 with the bias corrections "
-                                              "folded in) on the local shard (multi-output: w', m', v').")
-            adam_seen = True
-        comps.append((f"// {comment}\n" if comment else "") + text)
+    comps = [(f"// {comment}\n" if comment else "") + text for comment, text in m.comps]
 
     params = [shape_text(pv.shape) for pv in e.params]
     result = shape_text([o.shape for o in outs])

@@ -4,7 +4,7 @@
 shardings (Python 3 standard library only). See workloads/README.md,
 "Generator", for the correspondence with XLA.
 
-  workloads/gen/spmd_transformer.py --dp 2 --tp 8 [--fsdp] [--batch 2] [--seq 2048] \
+  workloads/gen/spmd_transformer.py --dp 2 --tp 8 [--fsdp] [--train] [--batch 2] [--seq 2048] \
       [--d-model 4096] [--heads 32] [--head-dim 128] [--mlp 11008] [-o out.hlo]
 
 Shardings (mesh axes ('data', 'model'), device id = data_index * tp + model_index,
@@ -23,6 +23,9 @@ under pure data parallelism needs no collective (tp = 1 emits none).
 it over the data groups before its use (7 all-gathers per layer).
 With --dp 1 --tp 8 and the defaults (batch 1) the output is, line for line,
 workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo after its comment header.
+--train emits the training step instead (forward, backward, Adam; gradient
+all-reduces over 'data', or with --fsdp re-gathers and reduce-scatters):
+spmd_train_step.py; with --dp 1 --tp 8 it is transformer_layer_train.tp8.hlo.
 """
 import argparse
 import math
