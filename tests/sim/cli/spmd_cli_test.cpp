@@ -3,6 +3,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -247,6 +248,154 @@ TEST(SpmdGenerator, FsdpAllGathersEveryWeightOverTheDataGroups) {
     EXPECT_NEAR(c["time_s"].get<double>(), expect_ag, 0.05 * expect_ag);
   }
   EXPECT_EQ(gathers, 7);
+}
+
+// --- the training step (spmd_transformer.py --train) ---
+
+const std::string kTrainTp8 =
+    std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/sharded/transformer_layer_train.tp8.hlo";
+
+// Writes the training step for `mesh` (e.g. "--dp 4 --tp 1") at small dims:
+// seq 256, d_model 512, 8 heads x 64, MLP 1024.
+std::string generate_train(const std::string& mesh, const std::string& name) {
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  const std::string out = ::testing::TempDir() + name;
+  const std::string cmd = "python3 " + gen + " --train " + mesh +
+                          " --seq 256 --d-model 512 --heads 8 --head-dim 64 --mlp 1024 -o " + out;
+  return std::system(cmd.c_str()) == 0 ? out : std::string();
+}
+
+// Collectives of `tpusim analyze` rows (one per -start / sync op): kind -> {count, bytes}.
+std::map<std::string, std::pair<int, double>> analyzed_collectives(const nlohmann::json& j) {
+  std::map<std::string, std::pair<int, double>> out;
+  for (const auto& r : j["ops"]) {
+    std::string op = r["opcode"].get<std::string>();
+    // An async-start (control flow) is costed as its callee: the generator wraps
+    // only reduce-scatters in one.
+    if (op == "async-start" && r["collective_bytes"].get<double>() > 0) op = "reduce-scatter";
+    else if (r["category"] != "collective") continue;
+    if (op.ends_with("-start")) op = op.substr(0, op.size() - 6);
+    out[op].first += 1;
+    out[op].second += r["collective_bytes"].get<double>();
+  }
+  return out;
+}
+
+// Per-device dot FLOPs of a training step = 3 x the forward's: every forward
+// dot Y = A.B adds dA = dY.B^T and dB = A^T.dY of the same 2MNK. With N the
+// local matrix parameters (4 d.(H/T).hd + 3 d.F/T) and B.S tokens that is
+// 6.N.tokens, plus 3 x the attention dots (QK^T and PV, 2.2.B.(H/T).S^2.hd).
+double train_dot_flops(double b, double s, double d, double heads_local, double hd, double f_local) {
+  const double n = 4 * d * heads_local * hd + 3 * d * f_local;
+  return 6 * n * b * s + 3 * 2 * 2 * b * heads_local * s * s * hd;
+}
+
+TEST(SpmdGenerator, TrainStepReproducesTheShippedTp8ModuleWithFourAllReduces) {
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string gen = std::string(TPUSIM_SOURCE_DIR) + "/workloads/gen/spmd_transformer.py";
+  const std::string out = ::testing::TempDir() + "gen_train_tp8.hlo";
+  ASSERT_EQ(std::system(("python3 " + gen + " --train --dp 1 --tp 8 -o " + out).c_str()), 0);
+  auto body = [](const std::string& text) { return text.substr(text.find("HloModule")); };
+  EXPECT_EQ(body(read_all(out)), body(read_all(kTrainTp8)));
+
+  const auto r = tpusim({"analyze", kTrainTp8, "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;  // parses and shape-checks
+  const auto j = nlohmann::json::parse(r.out);
+  // Megatron TP: forward all-reduces after Wo and Wdown, backward all-reduces of
+  // the input gradients of the Q/K/V and gate/up dots: 4 x bf16[1,2048,4096].
+  const auto coll = analyzed_collectives(j);
+  ASSERT_EQ(coll.size(), 1u);
+  EXPECT_EQ(coll.at("all-reduce").first, 4);
+  EXPECT_DOUBLE_EQ(coll.at("all-reduce").second, 4 * 2.0 * 2048 * 4096);
+  // Dot FLOPs: the dot rows plus the three kOutput dot+add fusions less their
+  // adds (B.S.d each) = 3 x the forward layer's 112,206,020,608.
+  double dots = 0;
+  int dot_fusions = 0;
+  for (const auto& row : j["ops"]) {
+    const std::string name = row["name"].get<std::string>();
+    if (row["opcode"] == "dot") dots += row["flops"].get<double>();
+    if (name.starts_with("dot_add_fusion")) {
+      dots += row["flops"].get<double>();
+      ++dot_fusions;
+    }
+  }
+  EXPECT_EQ(dot_fusions, 3);
+  dots -= 3 * 2048.0 * 4096;
+  EXPECT_DOUBLE_EQ(dots, 3 * 112206020608.0);
+  EXPECT_DOUBLE_EQ(dots, train_dot_flops(1, 2048, 4096, 4, 128, 1376));
+}
+
+TEST(SpmdGenerator, TrainStepDataParallelAllReducesEveryParameterGradient) {
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string dp4 = generate_train("--dp 4 --tp 1", "gen_train_dp4.hlo");
+  ASSERT_FALSE(dp4.empty());
+  const auto a = tpusim({"analyze", dp4, "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(a.code, kOk) << a.err;
+  // One all-reduce per parameter over the data group; together all parameter
+  // bytes: bf16 x (2 norms of 512 + Wq,Wk,Wv,Wo 512x512 + Wgate,Wup,Wdown 512x1024).
+  const auto coll = analyzed_collectives(nlohmann::json::parse(a.out));
+  ASSERT_EQ(coll.size(), 1u);
+  EXPECT_EQ(coll.at("all-reduce").first, 9);
+  EXPECT_DOUBLE_EQ(coll.at("all-reduce").second, 2.0 * (2 * 512 + 4 * 512 * 512 + 3 * 512 * 1024));
+
+  const auto r = tpusim({"run", dp4, "--chip", "v5e", "--system", "4", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // The MXUs do exactly the training step's dot work (per device batch 1).
+  EXPECT_DOUBLE_EQ(j["mxu"]["flops"].get<double>(), train_dot_flops(1, 256, 512, 8, 64, 1024));
+  int count = 0;
+  for (const auto& c : j["collectives"]) {
+    EXPECT_EQ(c["op"], "all-reduce");
+    EXPECT_EQ(c["group_size"], 4);
+    count += c["count"].get<int>();
+    if (c["bytes"].get<double>() == 2.0 * 512 * 1024) {
+      // A line of 4 on v5e, w = 4.5e10 B/s: 2·3/4·V/w + 2·3 hops of 1 us.
+      const double expect = 1.5 * 2.0 * 512 * 1024 / 4.5e10 + 6e-6;
+      EXPECT_NEAR(c["time_s"].get<double>(), expect, 0.05 * expect);
+    }
+  }
+  EXPECT_EQ(count, 9);
+}
+
+TEST(SpmdGenerator, TrainStepFsdpGathersEachWeightTwiceAndReduceScattersItsGradient) {
+  if (std::system("python3 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not installed";
+  const std::string fsdp = generate_train("--dp 2 --tp 2 --fsdp", "gen_train_fsdp.hlo");
+  ASSERT_FALSE(fsdp.empty());
+  const auto a = tpusim({"analyze", fsdp, "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(a.code, kOk) << a.err;
+  // Per device, after the model split: Wq,Wk,Wv [512,256], Wo [256,512],
+  // Wgate,Wup [512,512], Wdown [512,512] (bf16): 7 x 2 gathers and 7
+  // reduce-scatters of those full local sizes; the replicated norms' gradients
+  // are all-reduced over 'data' (2 x 1 kB) besides the 4 TP all-reduces of
+  // bf16[1,256,512].
+  const double weights = 2.0 * (4 * 512 * 256 + 3 * 512 * 512);
+  const auto coll = analyzed_collectives(nlohmann::json::parse(a.out));
+  ASSERT_EQ(coll.size(), 3u);
+  EXPECT_EQ(coll.at("all-gather").first, 14);
+  EXPECT_DOUBLE_EQ(coll.at("all-gather").second, 2 * weights);
+  EXPECT_EQ(coll.at("reduce-scatter").first, 7);
+  EXPECT_DOUBLE_EQ(coll.at("reduce-scatter").second, weights);
+  EXPECT_EQ(coll.at("all-reduce").first, 4 + 2);
+  EXPECT_DOUBLE_EQ(coll.at("all-reduce").second, 4 * 2.0 * 256 * 512 + 2 * 2.0 * 512);
+
+  // On a 2x2 mesh: device = data·2 + model, so the model groups {0,1},{2,3}
+  // are x lines and the data groups {0,2},{1,3} y lines.
+  const auto r = tpusim({"run", fsdp, "--chip", "v5e", "--system", "2x2", "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["mxu"]["flops"].get<double>(), train_dot_flops(1, 256, 512, 4, 64, 512));
+  std::map<std::string, int> counts;
+  for (const auto& c : j["collectives"]) {
+    counts[c["op"].get<std::string>()] += c["count"].get<int>();
+    EXPECT_EQ(c["group_size"], 2);
+  }
+  EXPECT_EQ(counts["all-gather"], 14);
+  EXPECT_EQ(counts["reduce-scatter"], 7);
+  EXPECT_EQ(counts["all-reduce"], 6);
+  // The step overlaps: the async gathers and reduce-scatters hide behind
+  // compute, so less communication is exposed than is in flight.
+  EXPECT_LT(j["per_chip"]["max_exposed_communication_s"].get<double>(),
+            j["per_chip"]["max_communication_s"].get<double>());
 }
 
 }  // namespace
