@@ -471,6 +471,11 @@ void TensorCore::sequencer() {
   retire();
   end_s_ = retired_until_s_;
   for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
+  end_s_ = std::max(end_s_, collective_done_s_);  // its record may be dropped already
+  if (end_s_ > retired_until_s_) {  // the last collective's tail: the program waited for it
+    prov_[collective_prov_].attributed_s += end_s_ - retired_until_s_;
+    retired_until_s_ = end_s_;
+  }
   cycles_.value = std::round(end_s_ / cycle_s_);
   finished_ = true;
 }
@@ -693,11 +698,28 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
 void TensorCore::retire() {
   // In program order: the time until the oldest unfinished instruction
   // completes is charged to its provenance (like a reorder buffer's head).
+  // A collective does not own the clock while it flies: the ops the
+  // schedule puts between its -start and -done run meanwhile and keep their
+  // own time. It is charged only where the core waits for it: the gap before
+  // the next instruction starts (the sequencer stalled at the -done), and the
+  // program's end.
   while (retired_ < next_dyn_) {
     Dyn& d = dyn(retired_);
     if (d.start < 0) break;
+    const isa::Instruction& inst = program_.code[d.pc];
+    if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
+      if (d.done >= collective_done_s_) collective_prov_ = inst.provenance;
+      collective_done_s_ = std::max(collective_done_s_, d.done);
+      ++retired_;
+      continue;
+    }
     const double t = std::max(d.done, retired_until_s_);
-    prov_[program_.code[d.pc].provenance].attributed_s += t - retired_until_s_;
+    if (collective_done_s_ > retired_until_s_ + kTimeEps && d.start > retired_until_s_ + kTimeEps) {
+      const double gap_end = std::min({d.start, collective_done_s_, t});
+      prov_[collective_prov_].attributed_s += gap_end - retired_until_s_;
+      retired_until_s_ = gap_end;
+    }
+    prov_[inst.provenance].attributed_s += t - retired_until_s_;
     retired_until_s_ = t;
     ++retired_;
   }

@@ -155,6 +155,10 @@ class TensorCore : public sc_core::sc_module {
   std::uint64_t next_dyn_ = 0;
   std::uint64_t retired_ = 0;    // dyn ids below this have been retired
   double retired_until_s_ = 0;
+  // The latest-completing collective retired so far (it does not own the
+  // clock; retire() charges it where the core waits for it).
+  double collective_done_s_ = 0;
+  std::uint32_t collective_prov_ = 0;
   struct BufferAccesses {
     std::vector<Access> writes;
     std::vector<Access> reads;
