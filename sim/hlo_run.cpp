@@ -7,6 +7,7 @@
 #include "isa/lower/fusion.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
+#include "sim/collective_timer.h"
 #include "sim/isolated.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
@@ -37,6 +38,9 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   Result<SimResult> result = SimResult{};
   if (chips > 1) {
     // A multi-chip system: the SPMD runner (full or symmetric mode by system.full_mode_max_chips).
+    if (const auto bad = check_replica_groups(lowered->program, chips); !bad.empty()) {
+      return failure(2, format_all(bad)).dump();
+    }
     std::vector<isa::Program> programs;
     programs.push_back(std::move(lowered->program));
     auto r = simulate_spmd(chip, std::move(programs));

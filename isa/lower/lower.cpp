@@ -680,6 +680,7 @@ class Lowerer {
         dst = c_.hbm_array(std::string(x.name()) + ".dst", src.shape);
       }
       c_.emit(isa::Collective{kind, c_.whole(dst.buffer), c_.whole(src.buffer), groups, sem});
+      c_.prog.code.back().loc = c_.loc(x);  // replica-group errors point at the HLO instruction
       ++n;
     }
     if (owner != nullptr) {

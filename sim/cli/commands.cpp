@@ -16,6 +16,7 @@
 #include "isa/printer.h"
 #include "isa/verifier.h"
 #include "sim/cli/config_command.h"
+#include "sim/collective_timer.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/validate_hlo.h"
@@ -195,6 +196,11 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   std::optional<SpmdResult> spmd;
   Result<SimResult> result = SimResult{};
   if (multi_chip) {
+    // Replica groups that do not fit the system are bad input (exit 2), found before simulating.
+    if (const auto bad = check_replica_groups(*prog, chips); !bad.empty()) {
+      err << format_all(bad);
+      return kUsageError;
+    }
     SpmdOptions so;
     so.mode = mode;
     so.sim = sim;
