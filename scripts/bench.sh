@@ -17,6 +17,7 @@ cmake --build build/release -j "$(nproc)" --target tpusim_bench tpusim
 mkdir -p out
 BENCH_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 export BENCH_LOAD_START
+export BENCH_BUILD_TYPE=Release
 build/release/tests/tpusim_bench --benchmark_format=json --benchmark_out=out/bench_raw.json \
   --benchmark_out_format=json "$@" >/dev/null
 python3 scripts/bench_table.py out/bench_raw.json out/bench.json

@@ -129,18 +129,23 @@ for family, points in series.items():
     ok = check(slope)
     add(f"growth: {what}, slope ({len(points)} points, {lo:g}-{hi:g} {unit})", round(slope, 3), "exponent",
         target, ok)
+    # Slope between neighbouring sizes: a growth the overall fit averages away
+    # (a constant cost at small sizes, a super-linear one at large sizes).
+    segments = [fit_power_law([x0, x1], [y0, y1])[0] for (x0, y0), (x1, y1) in zip(points, points[1:]) if x1 > x0]
     fits.append({"series": family, "what": what, "size_unit": unit, "points": [[x, y] for x, y in points],
-                 "slope": slope, "a": a, "r2": r2, "target": target, "why": why, "meets_target": ok})
+                 "slope": slope, "a": a, "r2": r2, "segment_slopes": segments, "target": target, "why": why,
+                 "meets_target": ok})
 
 ctx = raw.get("context", {})
 load_start = os.environ.get("BENCH_LOAD_START", "")
 out = {"machine": {"host": platform.node(), "cpus": ctx.get("num_cpus"), "mhz": ctx.get("mhz_per_cpu"),
-                   "build": ctx.get("library_build_type"), "date": ctx.get("date"),
+                   "build": os.environ.get("BENCH_BUILD_TYPE", "?"),
+                   "benchmark_library_build": ctx.get("library_build_type"), "date": ctx.get("date"),
                    "load_average_start": load_start, "load_average_end": " ".join(f"{v:.2f}" for v in os.getloadavg())},
        "rows": rows, "growth": fits}
 json.dump(out, open(sys.argv[2], "w"), indent=2)
 m = out["machine"]
-print(f"machine: {m['host']}, {m['cpus']} CPUs, {m['build']} build, {m['date']}; "
+print(f"machine: {m['host']}, {m['cpus']} CPUs, tpusim {m['build']} build, {m['date']}; "
       f"load average at start {load_start or '?'}, at end {m['load_average_end']}")
 width = max([60] + [len(r["case"]) for r in rows])
 print(f"{'case':<{width}} {'figure':>10} {'unit':<10} {'target':<14} ok")
@@ -150,4 +155,5 @@ for r in rows:
     print(f"{r['case']:<{width}} {fig!s:>10} {r['unit']:<10} {r['target']:<14} {ok}")
 for f in fits:
     print(f"growth {f['series']}: wall ~ {f['a']:.3g} * size^{f['slope']:.3f} (r2 {f['r2']:.3f}); "
-          f"expected {f['target']}: {f['why']}")
+          f"expected {f['target']}: {f['why']}; slopes between neighbouring sizes "
+          + ", ".join(f"{k:.2f}" for k in f["segment_slopes"]))
