@@ -121,6 +121,7 @@ struct SystemTopology {
   bool twisted = false;
   std::int64_t slices = 1;
   std::int64_t full_mode_max_chips = 256;  // above: symmetric mode unless --mode says otherwise
+  std::string collective_algorithm = "auto";  // interconnect::CollectiveAlgorithm name (AG/RS/AR)
   std::optional<std::int64_t> chips;   // if stated, must equal product × slices
 };
 

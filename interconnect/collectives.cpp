@@ -194,6 +194,76 @@ std::string schedule_rings(Network& net, const ReplicaGroup& g, const Collective
   return desc;
 }
 
+// A group spanning S >= 2 slices with the same local chips in each: the
+// slice-local groups (slice order; every one lists slice 0's chips in the
+// group's order, moved to its slice) and, per local chip, its S peers (the
+// chips with its coordinates, one per slice, in slice order).
+struct Multislice {
+  std::vector<ReplicaGroup> local;
+  std::vector<ReplicaGroup> peers;
+};
+
+std::optional<Multislice> as_multislice(const Topology& topo, const ReplicaGroup& g) {
+  const std::int64_t cps = topo.chips_per_slice();
+  std::map<std::int64_t, std::vector<DeviceId>> by_slice;  // slice -> local ids in listed order
+  for (DeviceId d : g) by_slice[topo.slice_of(d)].push_back(d % cps);
+  if (by_slice.size() < 2) return std::nullopt;
+  const std::vector<DeviceId>& first = by_slice.begin()->second;
+  const std::set<DeviceId> local_ids(first.begin(), first.end());
+  for (const auto& [slice, ids] : by_slice) {
+    if (ids.size() != first.size() || std::set<DeviceId>(ids.begin(), ids.end()) != local_ids) return std::nullopt;
+  }
+  Multislice m;
+  for (const auto& [slice, ids] : by_slice) {
+    ReplicaGroup local;
+    for (DeviceId id : first) local.push_back(slice * cps + id);
+    m.local.push_back(std::move(local));
+  }
+  for (DeviceId id : first) {
+    ReplicaGroup peers;
+    for (const auto& [slice, ids] : by_slice) peers.push_back(slice * cps + id);
+    m.peers.push_back(std::move(peers));
+  }
+  return m;
+}
+
+// The two-level multislice schedule (docs/interconnect.md, "Hierarchical
+// multislice collectives"): ReduceScatter over ICI inside every slice on V,
+// then over DCN among the peers on the V/L the chip now holds; AllGather
+// mirrors it (DCN on V/L first, then ICI on V), so only the 1/L shard crosses
+// the slice boundary. The DCN phase is the flat ring over the S peers (their
+// route is their own DCN egress and the peer's ingress, no ICI hop).
+std::string schedule_hierarchical(Network& net, const Multislice& ms, const CollectiveSpec& spec,
+                                  std::vector<TransferId>& entry) {
+  const bool do_rs = spec.kind == CollectiveKind::kReduceScatter || spec.kind == CollectiveKind::kAllReduce;
+  const bool do_ag = spec.kind == CollectiveKind::kAllGather || spec.kind == CollectiveKind::kAllReduce;
+  const auto l = static_cast<double>(ms.local.front().size());
+  const auto s = static_cast<double>(ms.peers.front().size());
+  const bool closed = ms.peers.front().size() > 2;
+  std::string ici;
+  auto ici_phase = [&](CollectiveKind kind) {
+    if (l < 2) return;
+    CollectiveSpec phase = spec;
+    phase.kind = kind;
+    for (const ReplicaGroup& g : ms.local) ici = schedule_rings(net, g, phase, /*per_axis=*/true, entry);
+  };
+  if (do_rs) {
+    ici_phase(CollectiveKind::kReduceScatter);
+    for (const ReplicaGroup& p : ms.peers) {
+      add_ring_phase(net, p, closed, RingOp::kScatter, spec.bytes / l / s, spec.reduction_cost, entry);
+    }
+  }
+  if (do_ag) {
+    for (const ReplicaGroup& p : ms.peers) {
+      add_ring_phase(net, p, closed, RingOp::kGather, spec.bytes / l / s, spec.reduction_cost, entry);
+    }
+    ici_phase(CollectiveKind::kAllGather);
+  }
+  // e.g. "hierarchical(per-axis-ring(x:ring,y:ring)+dcn:line(2))"
+  const std::string dcn = fmt::format("dcn:{}({})", closed ? "ring" : "line", ms.peers.front().size());
+  return l < 2 ? fmt::format("hierarchical({})", dcn) : fmt::format("hierarchical({}+{})", ici, dcn);
+}
+
 // A chunk on its shortest route, split evenly over the two ways of tie axes.
 void add_direct(Network& net, DeviceId src, DeviceId dst, double bytes) {
   if (src == dst) return;
@@ -312,12 +382,22 @@ Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec
   }
 
   if (spec.algorithm == CollectiveAlgorithm::kDirect) {
-    return spec_error(fmt::format("{} has no direct algorithm; use per-axis-ring or flat-ring",
+    return spec_error(fmt::format("{} has no direct algorithm; use per-axis-ring, flat-ring or hierarchical",
                                   collective_name(spec.kind)));
   }
   const bool per_axis = spec.algorithm != CollectiveAlgorithm::kFlatRing;
   std::vector<TransferId> entry(static_cast<size_t>(devices), kNone);
-  for (const auto& g : *groups) used.insert(schedule_rings(net, g, spec, per_axis, entry));
+  for (const auto& g : *groups) {
+    if (spec.algorithm == CollectiveAlgorithm::kHierarchical || spec.algorithm == CollectiveAlgorithm::kAuto) {
+      // auto: only where the ICI level has work (one chip per slice is the flat ring already).
+      const std::optional<Multislice> ms = as_multislice(topo, g);
+      if (ms && (spec.algorithm == CollectiveAlgorithm::kHierarchical || ms->local.front().size() >= 2)) {
+        used.insert(schedule_hierarchical(net, *ms, spec, entry));
+        continue;
+      }
+    }
+    used.insert(schedule_rings(net, g, spec, per_axis, entry));
+  }
   std::string desc;
   for (const auto& u : used) desc += (desc.empty() ? "" : " + ") + u;
   return desc;

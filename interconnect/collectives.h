@@ -14,6 +14,13 @@
 // - direct: AllToAll / CollectivePermute — every chunk sent at once on its own
 //   shortest (dimension-ordered) route, split evenly between the two ways on
 //   tie axes.
+// - hierarchical: for a group spanning several slices with the same chips in
+//   each (multislice), the two-level schedule: ReduceScatter inside each
+//   slice over ICI (per-axis-ring or flat-ring), then over DCN among the S
+//   chips that share local coordinates (a ring over the slices on the 1/L
+//   shard), AllGather mirrored (DCN first, then ICI); AllReduce = RS then AG.
+//   Groups inside one slice run per-axis-ring. `auto` picks it for multislice
+//   groups with at least two chips per slice.
 // Every group of the spec runs at the same time on the same network, so
 // groups that share links contend.
 #pragma once
@@ -50,7 +57,8 @@ enum class CollectiveKind {
   X(kAuto, "auto")                      \
   X(kPerAxisRing, "per-axis-ring")      \
   X(kFlatRing, "flat-ring")             \
-  X(kDirect, "direct")
+  X(kDirect, "direct")                  \
+  X(kHierarchical, "hierarchical")
 
 enum class CollectiveAlgorithm {
 #define TPUSIM_X(id, name) id,

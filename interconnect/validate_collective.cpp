@@ -1,5 +1,6 @@
 #include "interconnect/validate_collective.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -31,6 +32,14 @@ constexpr int kColumns = 8;
 constexpr std::uint32_t kMaxPacketsPerMessage = 32;
 constexpr const char* kHeader[] = {"collective", "topology", "wraparound", "group", "msg_bytes",
                                    "link_bytes_per_s_one_way", "hop_latency_s", "ref_time_s"};
+// Optional columns after the eight, named in the header (any order; a file
+// without a header, or whose header names only the eight, may give a 9th
+// column: the tolerance). Header names not listed here are ignored.
+constexpr const char* kTolerance = "tolerance";
+constexpr const char* kSlices = "slices";
+constexpr const char* kDcnBandwidth = "dcn_bytes_per_s_per_chip";
+constexpr const char* kDcnLatency = "dcn_latency_s";
+constexpr const char* kAlgorithm = "algorithm";
 
 struct Field {
   std::string_view text;
@@ -48,6 +57,10 @@ struct Row {
   double hop_latency_s = 0;
   double ref_time_s = 0;
   std::optional<double> tolerance;
+  std::int64_t slices = 1;
+  double dcn_bytes_per_s = 0;
+  double dcn_latency_s = 0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   CollectiveKind kind = CollectiveKind::kAllGather;
   std::uint32_t axes_mask = 0;  // 0 = all
 };
@@ -114,6 +127,8 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
   int line_no = 0;
   size_t pos = 0;
   bool seen_data_or_header = false;
+  // Names of the columns after the eight (from the header; "" = ignored).
+  std::vector<std::string> optional_columns{kTolerance};
   while (pos < text.size()) {
     const size_t nl = text.find('\n', pos);
     std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
@@ -131,14 +146,29 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                fmt::format("header column {} should be '{}'", c + 1, kHeader[c]), line);
         }
       }
+      if (f.size() > static_cast<size_t>(kColumns)) {
+        optional_columns.clear();
+        for (size_t c = kColumns; c < f.size(); ++c) {
+          const std::string_view name = f[c].text;
+          for (const char* known : {kTolerance, kSlices, kDcnBandwidth, kDcnLatency, kAlgorithm}) {
+            if (name == known && std::find(optional_columns.begin(), optional_columns.end(), name) !=
+                                     optional_columns.end()) {
+              fail(line_no, f[c].column, fmt::format("header names column '{}' twice", name), line);
+            }
+          }
+          optional_columns.emplace_back(name);
+        }
+      }
       continue;
     }
     seen_data_or_header = true;
-    if (f.size() != kColumns && f.size() != kColumns + 1) {
+    if (f.size() < static_cast<size_t>(kColumns) || f.size() > kColumns + optional_columns.size()) {
+      std::string optional;
+      for (const auto& name : optional_columns) optional += "," + name;
       fail(line_no, 1,
            fmt::format("expected {} columns (collective,topology,wraparound,group,msg_bytes,"
-                       "link_bytes_per_s_one_way,hop_latency_s,ref_time_s[,tolerance]), got {}",
-                       kColumns, f.size()),
+                       "link_bytes_per_s_one_way,hop_latency_s,ref_time_s[{}]), got {}",
+                       kColumns, optional, f.size()),
            line);
       continue;
     }
@@ -212,14 +242,53 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
         *n.out = *v;
       }
     }
-    if (f.size() == kColumns + 1) {
-      const auto v = parse_tolerance_text(f[kColumns].text);
-      if (!v || *v <= 0) {
-        fail(line_no, f[kColumns].column,
-             fmt::format("tolerance '{}': expected a positive fraction or percentage", f[kColumns].text), line);
-      } else {
-        r.tolerance = v;
+    // Optional columns; an empty field is the default.
+    for (size_t c = kColumns; c < f.size(); ++c) {
+      const Field& fld = f[c];
+      const std::string& name = optional_columns[c - kColumns];
+      if (fld.text.empty()) continue;
+      if (name == kTolerance) {
+        const auto v = parse_tolerance_text(fld.text);
+        if (!v || *v <= 0) {
+          fail(line_no, fld.column,
+               fmt::format("tolerance '{}': expected a positive fraction or percentage", fld.text), line);
+        } else {
+          r.tolerance = v;
+        }
+      } else if (name == kSlices) {
+        const auto v = parse_double(fld.text);
+        if (!v || *v < 1 || *v > 4096 || *v != std::floor(*v)) {
+          fail(line_no, fld.column, fmt::format("slices '{}': expected an integer from 1 to 4096", fld.text), line);
+        } else {
+          r.slices = static_cast<std::int64_t>(*v);
+        }
+      } else if (name == kDcnBandwidth || name == kDcnLatency) {
+        const bool bw = name == kDcnBandwidth;
+        const auto v = parse_double(fld.text);
+        if (!v || *v < 0 || (bw && *v == 0)) {
+          fail(line_no, fld.column,
+               fmt::format("{} '{}': expected a {} number", name, fld.text, bw ? "positive" : "non-negative"), line);
+        } else {
+          (bw ? r.dcn_bytes_per_s : r.dcn_latency_s) = *v;
+        }
+      } else if (name == kAlgorithm) {
+        const auto a = parse_algorithm(fld.text);
+        if (!a || *a == CollectiveAlgorithm::kDirect) {
+          fail(line_no, fld.column,
+               fmt::format("algorithm '{}': expected auto, per-axis-ring, flat-ring or hierarchical", fld.text),
+               line);
+        } else if (r.kind == CollectiveKind::kAllToAll && *a != CollectiveAlgorithm::kAuto) {
+          fail(line_no, fld.column, "all-to-all has only the direct algorithm; leave algorithm empty or auto", line);
+        } else {
+          r.algorithm = *a;
+        }
       }
+    }
+    if (r.slices > 1 && r.dcn_bytes_per_s <= 0) {
+      fail(line_no, f[1].column,
+           fmt::format("{} slices need the column '{}' (per-chip DCN bandwidth, one direction)", r.slices,
+                       kDcnBandwidth),
+           line);
     }
     if (errors.size() == before) rows.push_back(std::move(r));
   }
@@ -242,14 +311,29 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                        "algorithm");
   }
   for (const Row& r : rows) {
-    Topology topo = std::move(Topology::parse(r.topology, r.wraparound)).value();
+    Topology parsed = std::move(Topology::parse(r.topology, r.wraparound)).value();
+    std::vector<std::int64_t> dims;
+    std::vector<bool> wrap;
+    for (int a = 0; a < parsed.rank(); ++a) {
+      dims.push_back(parsed.dim(a));
+      wrap.push_back(parsed.wraps(a));
+    }
+    auto built = Topology::create(dims, wrap, false, r.slices);
+    if (!built) {
+      err << Diagnostic{path, r.line, 1, built.errors().front().message, {}}.format() << "\n";
+      return 2;
+    }
+    const Topology topo = std::move(built).value();
     NetworkParams params;
     params.ici_bytes_per_s = r.link_bytes_per_s;
     params.ici_hop_latency_s = r.hop_latency_s;
+    params.dcn_bytes_per_s = r.dcn_bytes_per_s;
+    params.dcn_latency_s = r.dcn_latency_s;
     params.max_packets_per_message = kMaxPacketsPerMessage;
     CollectiveSpec spec;
     spec.kind = r.kind;
     spec.bytes = r.msg_bytes;
+    spec.algorithm = r.algorithm;
     if (r.axes_mask != 0) spec.groups = groups_spanning_axes(topo, r.axes_mask);
     auto result = simulate_collective(topo, params, spec);
     if (!result) {
@@ -270,6 +354,9 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                        {"msg_bytes", r.msg_bytes},
                        {"link_bytes_per_s_one_way", r.link_bytes_per_s},
                        {"hop_latency_s", r.hop_latency_s},
+                       {"slices", r.slices},
+                       {"dcn_bytes_per_s_per_chip", r.dcn_bytes_per_s},
+                       {"dcn_latency_s", r.dcn_latency_s},
                        {"ref_time_s", r.ref_time_s},
                        {"tpusim_time_s", result->seconds},
                        {"error", error},
@@ -278,7 +365,7 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                        {"algorithm", result->algorithm}});
     } else {
       out << fmt::format("{:<15} {:<8} {:<5} {:<5} {:>12} {:>12} {:>12} {:>+7.2f}% {:>6}  {}\n", r.collective,
-                         r.topology, r.wraparound ? "true" : "false", r.group,
+                         r.slices > 1 ? fmt::format("{}x({})", r.slices, r.topology) : r.topology, r.wraparound ? "true" : "false", r.group,
                          static_cast<long long>(std::llround(r.msg_bytes)), fmt_us(r.ref_time_s),
                          fmt_us(result->seconds), error * 100, ok ? "ok" : "FAIL", result->algorithm);
     }

@@ -2,14 +2,22 @@
 # Builds Release and runs the Google Benchmark suites (tests/bench/), then
 # prints one table (case, figure, target) and writes it as JSON to
 # out/bench.json (raw Google Benchmark output: out/bench_raw.json).
+# Cost growth (issue 9): the series wall vs instructions simulated, vs HLO
+# instructions lowered and vs chip count (symmetric 1-4096, full 1-64) get a
+# log-log fit whose exponent is printed against the expected one.
+# BENCH_LONG=1 adds full mode at 256 chips (~100 s) to the chip series.
+# The load average at the start and end goes into the JSON with the machine.
 # Benchmarks are not part of CI; run this by hand on a quiet machine.
-# Usage: scripts/bench.sh [--benchmark_filter=REGEX]
+# Usage: [BENCH_LONG=1] scripts/bench.sh [--benchmark_filter=REGEX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTPUSIM_BUILD_TESTS=ON -DTPUSIM_BUILD_BENCH=ON >/dev/null
 cmake --build build/release -j "$(nproc)" --target tpusim_bench tpusim
 mkdir -p out
+BENCH_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+export BENCH_LOAD_START
+export BENCH_BUILD_TYPE=Release
 build/release/tests/tpusim_bench --benchmark_format=json --benchmark_out=out/bench_raw.json \
   --benchmark_out_format=json "$@" >/dev/null
 python3 scripts/bench_table.py out/bench_raw.json out/bench.json

@@ -20,6 +20,8 @@ status=0
   > out/validate_collective.json || status=1
 "$TPUSIM" validate collective tests/validation/refs/published_collectives.csv --format json \
   > out/validate_published_collectives.json || status=1
+"$TPUSIM" validate collective tests/validation/refs/multislice_collectives.csv --format json \
+  > out/validate_multislice_collectives.json || status=1
 "$TPUSIM" validate step tests/validation/refs/step.csv --format json \
   > out/validate_step.json || status=1
 "$TPUSIM" validate roofline tests/validation/refs/roofline.csv --format json \

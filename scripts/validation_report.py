@@ -70,6 +70,24 @@ for r in pc["rows"]:
                  f"{1e6*r['ref_time_s']:.3f} | {1e6*r['tpusim_time_s']:.3f} | {100*r['error']:+.2f}% | "
                  f"{100*r['tolerance']:.0f}% | {'pass' if ok else 'FAIL'} |")
 
+ms = json.load(open(os.path.join(out_dir, "validate_multislice_collectives.json")))
+lines += ["", "## Multislice collectives over DCN against their closed form", "",
+          "Reference: `tests/validation/refs/multislice_collectives.csv`: the hierarchical schedule (ICI",
+          "reduce-scatter, DCN ring among the chips with the same coordinates on the 1/L shard, ICI all-gather)",
+          "in closed form, ICI phases as above plus (S-1)/S·(V/L)/B + floor(S/2)·dcn.latency per DCN phase",
+          "(derivation and generator in docs/interconnect.md, \"Hierarchical multislice collectives\").",
+          "DCN per chip from the v5e (25 Gbps) and v5p (50 Gbps) presets, dcn.latency 10 us.",
+          "Tolerance 5%, 10% for latency-dominated rows.", "",
+          "| collective | slices x topology | wrap | bytes | DCN B/s per chip | reference us | tpusim us | error | tol | algorithm | pass |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+for r in ms["rows"]:
+    ok = r["within_tolerance"]
+    failed += 0 if ok else 1
+    lines.append(f"| {r['collective']} | {r['slices']}x({r['topology']}) | {str(r['wraparound']).lower()} | "
+                 f"{r['msg_bytes']:.0f} | {r['dcn_bytes_per_s_per_chip']:.4g} | {1e6*r['ref_time_s']:.3f} | "
+                 f"{1e6*r['tpusim_time_s']:.3f} | {100*r['error']:+.2f}% | {100*r['tolerance']:.0f}% | "
+                 f"{r['algorithm']} | {'pass' if ok else 'FAIL'} |")
+
 st = json.load(open(os.path.join(out_dir, "validate_step.json")))
 lines += ["", "## Step time of HLO modules against published rules", "",
           "Reference: `tests/validation/refs/step.csv`: the JAX scaling book's roofline rules evaluated with the",

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <numeric>
+#include <set>
+#include <variant>
 
 #include "sim/vpu_timing.h"
 
@@ -82,7 +84,12 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
   interconnect::CollectiveSpec spec;
   spec.kind = r.kind;
   spec.bytes = r.bytes;
-  spec.algorithm = algorithm_;
+  // The configured schedule is for the ring collectives; all-to-all and
+  // permute have only the direct algorithm.
+  const bool ring_kind = r.kind == interconnect::CollectiveKind::kAllGather ||
+                         r.kind == interconnect::CollectiveKind::kReduceScatter ||
+                         r.kind == interconnect::CollectiveKind::kAllReduce;
+  spec.algorithm = ring_kind ? algorithm_ : interconnect::CollectiveAlgorithm::kAuto;
   if (r.kind == interconnect::CollectiveKind::kCollectivePermute) {
     for (const auto& p : groups) {
       if (p.size() != 2) return groups_error("collective-permute pairs must have two entries [source, target]");
@@ -155,11 +162,16 @@ Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* gro
   }
   const std::int64_t m = max_id + 1;
   if (m > n) {
-    return groups_error(fmt::format("the replica groups name device {} but the system has {} chips", max_id, n));
+    return groups_error(fmt::format(
+        "the replica groups name device {} but the system has {} chips: expected device ids 0..{} (or a system of "
+        "at least {} chips: --system / system.topology)",
+        max_id, n, n - 1, m));
   }
   if (n % m != 0) {
     return groups_error(fmt::format(
-        "the replica groups cover devices 0..{} ({} chips), which does not divide the system's {} chips", max_id, m, n));
+        "the replica groups cover devices 0..{} ({} chips), which does not divide the system's {} chips: expected "
+        "groups over a number of chips that divides {} (the other chips run copies of them)",
+        max_id, m, n, n));
   }
   if (!permute) {
     std::vector<int> seen(static_cast<size_t>(m), 0);
@@ -184,6 +196,29 @@ Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* gro
       for (std::int64_t d : g) copy.push_back(d + k * m);
       out.push_back(std::move(copy));
     }
+  }
+  return out;
+}
+
+std::vector<Diagnostic> check_replica_groups(const isa::Program& program, std::int64_t num_devices) {
+  std::vector<Diagnostic> out;
+  std::set<std::uint32_t> checked;  // group lists are shared by id; report each once
+  for (const isa::Instruction& inst : program.code) {
+    const auto* c = std::get_if<isa::Collective>(&inst.op);
+    if (c == nullptr) continue;
+    if (c->groups.present() && !checked.insert(c->groups.id).second) continue;
+    const bool permute = c->op == isa::CollectiveKind::kCollectivePermute;
+    const isa::ReplicaGroups* listed = c->groups.present() && c->groups.id < program.replica_groups.size()
+                                           ? &program.replica_groups[c->groups.id]
+                                           : nullptr;
+    std::int64_t tiled = 1;
+    auto resolved = resolve_groups(listed, permute, num_devices, tiled);
+    if (resolved.ok()) continue;
+    const std::string_view op = interconnect::collective_name(to_interconnect(c->op));
+    const std::string_view prov = program.provenance(inst);
+    const std::string what = prov.empty() ? std::string(op) : fmt::format("{} \"{}\"", op, prov);
+    out.push_back(Diagnostic{program.file, static_cast<int>(inst.loc.line), static_cast<int>(inst.loc.column),
+                             fmt::format("{}: {}", what, resolved.errors().front().message), ""});
   }
   return out;
 }

@@ -120,4 +120,10 @@ double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, d
 Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* groups, bool permute,
                                                    std::int64_t num_devices, std::int64_t& tiled);
 
+// Bad input, found before simulating: every collective of `program` whose
+// replica groups (or permute pairs) do not fit a system of `num_devices`
+// chips (resolve_groups' errors), one diagnostic each at the collective's
+// file:line:column (for lowered HLO: the HLO instruction), naming the op.
+std::vector<Diagnostic> check_replica_groups(const isa::Program& program, std::int64_t num_devices);
+
 }  // namespace tpusim

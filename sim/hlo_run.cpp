@@ -7,6 +7,7 @@
 #include "isa/lower/fusion.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
+#include "sim/collective_timer.h"
 #include "sim/isolated.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
@@ -37,6 +38,12 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   }
   std::int64_t chips = chip.system.slices;
   for (const auto d : chip.system.topology) chips *= d;
+  if (chips > 1) {
+    // Replica groups that do not fit the system are bad input (exit 2).
+    if (const auto bad = check_replica_groups(programs.front(), chips); !bad.empty()) {
+      return failure(2, format_all(bad)).dump();
+    }
+  }
   // A multi-chip system runs through the SPMD runner (full or symmetric mode
   // by system.full_mode_max_chips).
   auto run = simulate_system(chip, std::move(programs), chips > 1);

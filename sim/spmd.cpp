@@ -93,7 +93,14 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
     trace = std::make_unique<TraceWriter>(*trace_file, options.sim.trace_merge_gap_s);
   }
 
-  NetworkCollectiveTimer timer(chip, std::move(topo).value(), options.algorithm);
+  const auto configured = interconnect::parse_algorithm(chip.system.collective_algorithm);
+  if (!configured) {
+    return Diagnostic{file, 0, 0,
+                      fmt::format("internal: system.collective_algorithm '{}' is not an algorithm",
+                                  chip.system.collective_algorithm),
+                      ""};
+  }
+  NetworkCollectiveTimer timer(chip, std::move(topo).value(), options.algorithm.value_or(*configured));
   CollectiveFabric fabric(mode, timer);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   std::vector<std::unique_ptr<Hbm>> hbms;

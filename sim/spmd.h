@@ -26,7 +26,8 @@ namespace tpusim {
 
 struct SpmdOptions {
   std::optional<SpmdMode> mode;  // nullopt = full up to system.full_mode_max_chips, then symmetric
-  interconnect::CollectiveAlgorithm algorithm = interconnect::CollectiveAlgorithm::kAuto;
+  // nullopt = system.collective_algorithm of the chip config.
+  std::optional<interconnect::CollectiveAlgorithm> algorithm;
   SimOptions sim;  // the trace covers chip 0
 };
 

@@ -153,6 +153,15 @@ std::string Ctx::where(const hlo::Instruction& inst) const {
   return src.name + ":" + std::to_string(line);
 }
 
+isa::SourceLoc Ctx::loc(const hlo::Instruction& inst) const {
+  const auto& src = module.source();
+  const std::size_t end = std::min<std::size_t>(inst.offset(), src.text.size());
+  const std::size_t line_start = src.text.rfind('\n', end == 0 ? 0 : end - 1);
+  const std::size_t col0 = line_start == std::string::npos || end == 0 ? end : end - line_start - 1;
+  const auto line = 1 + std::count(src.text.begin(), src.text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+  return isa::SourceLoc{static_cast<std::uint32_t>(line), static_cast<std::uint32_t>(col0 + 1)};
+}
+
 void Ctx::note(const hlo::Instruction& inst, NoteKind kind, std::string message) {
   report.notes.push_back(LowerNote{std::string(inst.name()), std::string(inst.opcode_text()), kind,
                                    std::move(message)});

@@ -91,6 +91,8 @@ class Ctx {
   void note(const hlo::Instruction& inst, NoteKind kind, std::string message);
   void approx(const hlo::Instruction& inst, std::string why);
   std::string where(const hlo::Instruction& inst) const;  // file:line
+  // Line and column of the instruction in the HLO text (lowered code points there).
+  [[nodiscard]] isa::SourceLoc loc(const hlo::Instruction& inst) const;
   std::string unique(std::string_view base);                // unique buffer name
 
  private:

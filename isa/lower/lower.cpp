@@ -683,6 +683,7 @@ class Lowerer {
       }
       if (c_.opt.core != 0) continue;  // megacore: core 0 is the chip's device on the ICI
       c_.emit(isa::Collective{kind, c_.whole(dst.buffer), c_.whole(src.buffer), groups, sem});
+      c_.prog.code.back().loc = c_.loc(x);  // replica-group errors point at the HLO instruction
       ++n;
     }
     if (owner != nullptr) {

@@ -120,7 +120,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   auto* validate = app.add_subcommand("validate", "Compare tpusim against reference data (systolic, collective, step, roofline)");
   std::string kind;
   validate->add_option("kind", kind, "systolic | collective | step | roofline")->required();
-  validate->add_option("file", input, "reference CSV")->required();
+  validate->add_option("file", input,
+                        "reference CSV (collective: optional named columns tolerance, slices, "
+                        "dcn_bytes_per_s_per_chip, dcn_latency_s, algorithm; see docs/interconnect.md)")
+      ->required();
   std::string tolerance;
   validate->add_option("--tolerance", tolerance, "Largest allowed relative error, e.g. 1% or 0.01 (default: per kind)");
   add_common_options(*validate, opt, false);

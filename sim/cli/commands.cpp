@@ -16,6 +16,7 @@
 #include "isa/printer.h"
 #include "isa/verifier.h"
 #include "sim/cli/config_command.h"
+#include "sim/collective_timer.h"
 #include "sim/report.h"
 #include "sim/simulate.h"
 #include "sim/validate_hlo.h"
@@ -192,6 +193,13 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
       const std::string which = programs.size() > 1 ? fmt::format(" (TensorCore {})", c) : "";
       err << fmt::format("{}{}: {}; not simulated (see `tpusim check`)\n", input, which, report.format_summary());
       return kFailure;
+    }
+  }
+  if (multi_chip) {
+    // Replica groups that do not fit the system are bad input (exit 2), found before simulating.
+    if (const auto bad = check_replica_groups(programs.front(), chips); !bad.empty()) {
+      err << format_all(bad);
+      return kUsageError;
     }
   }
   SpmdOptions so;

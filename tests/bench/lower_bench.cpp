@@ -66,6 +66,56 @@ void BM_LowerPer1kHloInstructions(benchmark::State& state) {
 }
 BENCHMARK(BM_LowerPer1kHloInstructions)->DenseRange(0, 3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// Cost growth of lowering (issue 9): a synthetic module whose entry is a
+// chain of `blocks` x (dot, add, tanh, multiply) on bf16[256,256] (4 HLO
+// instructions per block, each reading the previous result and the
+// parameters), so the HLO instruction count scales while every op stays the
+// same size. Lowering visits each instruction once and emits a bounded number
+// of ISA instructions per tile, so the expected growth is linear (slope 1).
+std::string chain_module(std::int64_t blocks) {
+  std::string t = "HloModule growth_chain\n\nENTRY %main (p0: bf16[256,256], p1: bf16[256,256]) -> bf16[256,256] {\n"
+                  "  %p0 = bf16[256,256]{1,0} parameter(0)\n  %p1 = bf16[256,256]{1,0} parameter(1)\n";
+  std::string prev = "%p0";
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    t += fmt::format(
+        "  %d{0} = bf16[256,256]{{1,0}} dot(bf16[256,256]{{1,0}} {1}, bf16[256,256]{{1,0}} %p1), "
+        "lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n"
+        "  %a{0} = bf16[256,256]{{1,0}} add(bf16[256,256]{{1,0}} %d{0}, bf16[256,256]{{1,0}} %p0)\n"
+        "  %t{0} = bf16[256,256]{{1,0}} tanh(bf16[256,256]{{1,0}} %a{0})\n"
+        "  %m{0} = bf16[256,256]{{1,0}} multiply(bf16[256,256]{{1,0}} %t{0}, bf16[256,256]{{1,0}} %p1)\n",
+        b, prev);
+    prev = fmt::format("%m{}", b);
+  }
+  t += fmt::format("  ROOT %out = bf16[256,256]{{1,0}} copy(bf16[256,256]{{1,0}} {})\n}}\n", prev);
+  return t;
+}
+
+void BM_LowerGrowth(benchmark::State& state) {
+  auto parsed = hlo::parse_hlo(chain_module(state.range(0)), "growth_chain.hlo");
+  auto cfg = load_config("v5e");
+  if (parsed.modules.empty() || !parsed.modules[0].ok() || !cfg.ok()) {
+    state.SkipWithError("cannot parse the synthetic module or load v5e");
+    return;
+  }
+  const hlo::Module& m = *parsed.modules[0].value();
+  std::size_t isa_instructions = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto l = lower::lower_module(m, cfg->chip);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!l.ok()) {
+      state.SkipWithError("lowering failed");
+      return;
+    }
+    isa_instructions = l->program.code.size();
+    benchmark::DoNotOptimize(l);
+  }
+  state.counters["growth_size"] = static_cast<double>(hlo_instructions(m));
+  state.counters["isa_instructions"] = static_cast<double>(isa_instructions);
+}
+// 4 HLO instructions per block: 103 ... 1603 HLO instructions (16x).
+BENCHMARK(BM_LowerGrowth)->Arg(25)->Arg(50)->Arg(100)->Arg(200)->Arg(400)->UseManualTime()->Unit(benchmark::kMillisecond);
+
 // parse + lower + verify + simulate, as `tpusim run model.hlo` does, in a
 // forked child (one SystemC elaboration per process); the child reports its
 // wall time and peak RSS.

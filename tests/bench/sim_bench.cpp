@@ -12,6 +12,7 @@
 #include "isa/assembler.h"
 #include "sim/isolated.h"
 #include "sim/simulate.h"
+#include "tests/bench/proc_status.h"
 
 namespace tpusim {
 namespace {
@@ -29,20 +30,7 @@ struct Measured {
   double assemble_bytes = 0;  // peak resident memory while assembling, above the start
 };
 
-// Resident set (VmRSS) or its peak (VmHWM) of this process, bytes; 0 if unknown.
-double proc_status_bytes(const char* key) {
-  std::ifstream in("/proc/self/status");
-  std::string k;
-  double kb = 0;
-  while (in >> k) {
-    if (k == key) {
-      in >> kb;
-      return kb * 1024;
-    }
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
+using bench::proc_status_bytes;
 
 Measured measure(const std::string& tasm, const std::string& chip = "v5e") {
   std::string error;
@@ -51,7 +39,7 @@ Measured measure(const std::string& tasm, const std::string& chip = "v5e") {
         auto cfg = load_config(chip);
         // Peak resident memory per phase: "clear_refs 5" resets VmHWM to the
         // current RSS (Linux), so VmHWM after a phase is that phase's peak.
-        auto reset_peak = [] { std::ofstream("/proc/self/clear_refs") << "5"; };
+        auto reset_peak = [] { bench::reset_peak_rss(); };
         reset_peak();
         const double rss0 = proc_status_bytes("VmRSS:");
         auto prog = isa::assemble(tasm, "bench.tasm");
@@ -116,9 +104,15 @@ void BM_SimulatedInstructionsPerSecond(benchmark::State& state) {
     // Peak memory above the start per dynamic instruction: the simulator
     // keeps only what is in flight, so this falls as the run grows.
     state.counters["bytes_per_instruction"] = m.held_bytes / m.instructions;
+    state.counters["growth_size"] = m.instructions;  // cost growth: wall vs instructions simulated
   }
 }
-BENCHMARK(BM_SimulatedInstructionsPerSecond)->Arg(10000)->Arg(100000)->Arg(400000)->UseManualTime()->Unit(benchmark::kMillisecond);
+// 50 k ... 2 M dynamic instructions (40x): the cost-growth series of the
+// single-chip simulator (expected slope 1: event-driven, a bounded number of
+// events per instruction, only in-flight state held).
+BENCHMARK(BM_SimulatedInstructionsPerSecond)
+    ->Arg(10000)->Arg(25000)->Arg(50000)->Arg(100000)->Arg(200000)->Arg(400000)
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The same program unrolled (no repeat): 5 instructions per iteration held
 // by the program (sem.wait included). Memory per instruction held (issue 5:

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <fmt/format.h>
+
 namespace tpusim::interconnect {
 namespace {
 
@@ -320,6 +322,119 @@ TEST(CollectivesTest, IotaReplicaGroupsExpand) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(*plain, (ReplicaGroups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
   EXPECT_FALSE(expand_iota_groups(2, 4, {3, 2}, {}).ok());
+}
+
+// --- Hierarchical multislice collectives (docs/interconnect.md) ------------
+namespace hier {
+
+constexpr double kDcnBw = 6.25e9;  // v5p: 50 Gbps per chip (tpu/specs.md)
+constexpr double kDcnLat = 10e-6;  // the presets' dcn.latency
+
+NetworkParams dcn_params() {
+  NetworkParams p = params();
+  p.dcn_bytes_per_s = kDcnBw;
+  p.dcn_latency_s = kDcnLat;
+  return p;
+}
+
+// The DCN phase, ReduceScatter or AllGather over S slices on D bytes per chip
+// (D = data entering the RS / gathered by the AG): a ring over the S peers
+// whose two directions share one egress port, so every step moves two shards
+// D/S through it (the first RS step two halves): (S-1)/S · D/B + ⌊S/2⌋·Ld.
+double dcn_phase(std::int64_t s, double d) {
+  const double ss = static_cast<double>(s);
+  return (ss - 1) / ss * d / kDcnBw + static_cast<double>(s / 2) * kDcnLat;
+}
+
+// One ICI phase of a whole wrapped box: AG phases z, y, x on held·N_k;
+// RS phases x, y, z on V/Π_{j<k} N_j (the per-axis-ring closed forms above).
+double ici_ag(const std::vector<std::int64_t>& dims, double v) {
+  double n = 1;
+  for (auto d : dims) n *= static_cast<double>(d);
+  double held = v / n, t = 0;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    const double nk = static_cast<double>(*it);
+    t += ag_axis(nk, true, held * nk, kH);
+    held *= nk;
+  }
+  return t;
+}
+double ici_rs(const std::vector<std::int64_t>& dims, double v) {
+  double data = v, t = 0;
+  for (auto d : dims) {
+    t += ag_axis(static_cast<double>(d), true, data, kH);
+    data /= static_cast<double>(d);
+  }
+  return t;
+}
+
+CollectiveResult run(const Topology& t, CollectiveKind k, double bytes, CollectiveAlgorithm a,
+                     ReplicaGroups groups = {}) {
+  CollectiveSpec spec;
+  spec.kind = k;
+  spec.bytes = bytes;
+  spec.algorithm = a;
+  spec.groups = std::move(groups);
+  auto r = simulate_collective(t, dcn_params(), spec);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.errors().front().message);
+  return r.ok() ? *r : CollectiveResult{};
+}
+
+}  // namespace hier
+
+TEST(CollectivesTest, HierarchicalAllReduceTwoSlicesMatchesClosedForm) {
+  // 2 slices of a 4x4 torus (32 chips, one group): RS over ICI on V, RS + AG
+  // over DCN on V/16 between the 2 peers (a line), AG over ICI on V.
+  const Topology t = Topology::create({4, 4}, {true, true}, false, 2).value();
+  const auto r = hier::run(t, CollectiveKind::kAllReduce, kV, CollectiveAlgorithm::kAuto);
+  EXPECT_EQ(r.algorithm, "hierarchical(per-axis-ring(x:ring,y:ring)+dcn:line(2))");
+  const double expected = hier::ici_rs({4, 4}, kV) + 2 * hier::dcn_phase(2, kV / 16) + hier::ici_ag({4, 4}, kV);
+  expect_close(r.seconds, expected, 0.01);
+}
+
+TEST(CollectivesTest, HierarchicalGatherAndScatterOverFourAndThreeSlices) {
+  // 8-rings, S = 4 (even: the DCN ring's first RS step carries half shards)
+  // and S = 3 (odd). AG: DCN on the V/N pieces first (gathers V/8), then ICI;
+  // RS: ICI first, then DCN on V/8.
+  for (std::int64_t s : {4, 3}) {
+    const Topology t = Topology::create({8}, {true}, false, s).value();
+    const auto ag = hier::run(t, CollectiveKind::kAllGather, kV, CollectiveAlgorithm::kHierarchical);
+    expect_close(ag.seconds, hier::dcn_phase(s, kV / 8) + hier::ici_ag({8}, kV), 0.01);
+    const auto rs = hier::run(t, CollectiveKind::kReduceScatter, kV, CollectiveAlgorithm::kHierarchical);
+    expect_close(rs.seconds, hier::ici_rs({8}, kV) + hier::dcn_phase(s, kV / 8), 0.01);
+    EXPECT_EQ(rs.algorithm, fmt::format("hierarchical(per-axis-ring(x:ring)+dcn:{}({}))", s > 2 ? "ring" : "line", s));
+  }
+}
+
+TEST(CollectivesTest, HierarchicalMovesOnlyTheShardOverDcn) {
+  // DCN egress+ingress busy time of the hierarchical all-reduce: every chip
+  // sends (and receives) 2·(S-1)/S·V/L over DCN; the flat ring over the same
+  // 32 chips in device order moves whole V/32 shards through the 2 boundary
+  // chips per step, so it takes longer than the hierarchical schedule.
+  const Topology t = Topology::create({4, 4}, {true, true}, false, 2).value();
+  const auto h = hier::run(t, CollectiveKind::kAllReduce, kV, CollectiveAlgorithm::kHierarchical);
+  const auto flat = hier::run(t, CollectiveKind::kAllReduce, kV, CollectiveAlgorithm::kFlatRing);
+  EXPECT_EQ(flat.algorithm, "flat-ring");
+  EXPECT_GT(flat.seconds, h.seconds);
+}
+
+TEST(CollectivesTest, HierarchicalFallsBackForUnevenGroupsAndKeepsSingleSliceBoxes) {
+  const Topology t = Topology::create({4}, {true}, false, 2).value();
+  // Chips 0,1 of slice 0 with chips 4,5,6 of slice 1: not the same local
+  // chips in every slice, so the flat ring runs (and says so).
+  const auto uneven = hier::run(t, CollectiveKind::kAllGather, kV, CollectiveAlgorithm::kHierarchical,
+                                {{0, 1, 4, 5, 6}, {2, 3, 7}});
+  EXPECT_EQ(uneven.algorithm, "flat-ring");
+  // Groups inside one slice: the per-axis ring of each slice.
+  const auto local = hier::run(t, CollectiveKind::kAllGather, kV, CollectiveAlgorithm::kHierarchical,
+                               {{0, 1, 2, 3}, {4, 5, 6, 7}});
+  EXPECT_EQ(local.algorithm, "per-axis-ring(x:ring)");
+  expect_close(local.seconds, ag_axis(4, true, kV, kH), 0.01);
+  // One chip per slice: only the DCN phase.
+  const auto peers = hier::run(t, CollectiveKind::kAllGather, kV, CollectiveAlgorithm::kHierarchical,
+                               {{0, 4}, {1, 5}, {2, 6}, {3, 7}});
+  EXPECT_EQ(peers.algorithm, "hierarchical(dcn:line(2))");
+  expect_close(peers.seconds, hier::dcn_phase(2, kV), 0.01);
 }
 
 }  // namespace

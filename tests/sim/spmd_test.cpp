@@ -102,6 +102,28 @@ TEST(Spmd, AutoModeIsFullOnSmallSystemsAndAllReduceMatchesClosedForm) {
   EXPECT_EQ(j["rows"][0]["count"], 1);
 }
 
+TEST(Spmd, MultisliceAllReduceIsHierarchicalUnlessConfiguredOtherwise) {
+  // 2 slices of a v5e 4-ring (8 chips), V = 16 MiB over every chip. auto =
+  // hierarchical: RS over ICI 3/4·V/(2w) + 2h = 139.81 + 2 = 141.81 us; DCN
+  // RS + AG on V/4 between the 2 peers, each 1/2·(V/4)/3.125e9 + 10 us =
+  // 681.09 us (dcn: 25 Gbps per chip, latency 10 us in the v5e preset);
+  // AG over ICI 141.81 us: 1645.8 us, plus the VPU reductions (< 1%).
+  const std::vector<std::string> sets{"system.topology=[4]", "system.wraparound=[true]", "system.slices=2"};
+  const json j = run_spmd("v5e", sets, {kAllReduce}, SpmdMode::kFull);
+  const double expected = 2 * (0.75 * kV / 9e10 + 2e-6) + 2 * (0.5 * (kV / 4) / 3.125e9 + 10e-6);
+  EXPECT_NEAR(step_of(j), expected, 0.02 * expected);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["algorithm"], "hierarchical(per-axis-ring(x:ring)+dcn:line(2))");
+  // system.collective_algorithm=flat-ring: one ring over chips 0..7 whose
+  // hops 3->4 and 7->0 cross DCN with a whole V/8 shard every step.
+  auto flat_sets = sets;
+  flat_sets.push_back("system.collective_algorithm=flat-ring");
+  const json flat = run_spmd("v5e", flat_sets, {kAllReduce}, SpmdMode::kFull);
+  ASSERT_EQ(flat["rows"].size(), 1u);
+  EXPECT_EQ(flat["rows"][0]["algorithm"], "flat-ring");
+  EXPECT_GT(step_of(flat), 1.5 * expected);
+}
+
 TEST(Spmd, AsyncCollectiveOverlapsIndependentWorkAsTheSemaphoresSay) {
   // Overlapped: the collective is issued, a 32 MiB DMA runs meanwhile, then
   // both are waited for: step = max(collective, DMA) = the collective.

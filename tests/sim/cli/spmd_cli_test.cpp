@@ -93,11 +93,33 @@ TEST(CliSpmd, BadSystemAndModeFlagsAreUsageErrorsNamingTheFlag) {
   EXPECT_THAT(bad.err, HasSubstr("--wrap: error: needs --system"));
 }
 
-TEST(CliSpmd, GroupsLargerThanTheSystemFailNamingTheInstruction) {
+TEST(CliSpmd, GroupsLargerThanTheSystemAreBadInputNamingTheHloLine) {
+  // tp8's all-reduces name devices 0..7 (line 264 of the file is
+  // `%all-reduce.1 = ... replica_groups={{0,1,2,3,4,5,6,7}}`): on 4 chips that is
+  // bad input (exit 2) found before simulating, at the HLO instruction.
   const auto r = tpusim({"run", kTp8, "--chip", "v5p", "--system", "4"});
-  EXPECT_EQ(r.code, kFailure);
-  EXPECT_THAT(r.err, HasSubstr("all-reduce.1"));
-  EXPECT_THAT(r.err, HasSubstr("the replica groups name device 7 but the system has 4 chips"));
+  EXPECT_EQ(r.code, kUsageError);
+  EXPECT_THAT(r.err, HasSubstr("transformer_layer_fwd.tp8.hlo:264:"));
+  EXPECT_THAT(r.err, HasSubstr("all-reduce \"all-reduce.1\""));
+  EXPECT_THAT(r.err, HasSubstr("the replica groups name device 7 but the system has 4 chips: expected device ids 0..3"));
+  // 8 chips of groups do not tile 12 chips.
+  const auto odd = tpusim({"run", kTp8, "--chip", "v5p", "--system", "12"});
+  EXPECT_EQ(odd.code, kUsageError);
+  EXPECT_THAT(odd.err, HasSubstr("transformer_layer_fwd.tp8.hlo:264:"));
+  EXPECT_THAT(odd.err, HasSubstr("(8 chips), which does not divide the system's 12 chips"));
+}
+
+TEST(CliSpmd, BadGroupsInAssemblyNameTheLineAndEveryOffender) {
+  const std::string path = ::testing::TempDir() + "bad_groups.tasm";
+  std::ofstream(path) << ".buffer a hbm bf16 [8, 128]\n.buffer b hbm bf16 [8, 128]\n.semaphore s\n"
+                         "collective.all_reduce dst=b src=a groups=[[0,1,2]] sem=s\n"
+                         "sem.wait sem=s\n"
+                         "collective.all_gather dst=b src=a groups=[[0,9]] sem=s\n"
+                         "sem.wait sem=s\n";
+  const auto r = tpusim({"run", path, "--chip", "v5e", "--system", "8"});
+  EXPECT_EQ(r.code, kUsageError);
+  EXPECT_THAT(r.err, HasSubstr(path + ":4:1: error: all-reduce: the replica groups cover devices 0..2 (3 chips)"));
+  EXPECT_THAT(r.err, HasSubstr(path + ":6:1: error: all-gather: the replica groups name device 9"));
 }
 
 TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
