@@ -79,6 +79,7 @@ Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const S
   auto hbm = std::make_unique<Hbm>("hbm", chip.hbm, result.stats, "chip0.hbm");
   auto core = std::make_unique<TensorCore>("core0", chip, program, result.stats, "chip0.core0", trace.get());
   core->hbm_socket.bind(hbm->socket);
+  core->set_loop_coordination(nullptr, {"chip0.hbm."});
   if (chip.tensorcores > 1) {
     result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
   }
@@ -97,6 +98,8 @@ Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const S
   result.seconds = result.finished ? core->end_seconds() : sc_core::sc_time_stamp().to_seconds();
   result.cycles = std::round(result.seconds * chip.clock);
   result.stats.add("chip0.seconds", "s", "simulated time of the program").value = result.seconds;
+  result.loops = core->extrapolated_loops();
+  for (auto& n : loop_notes(result.loops)) result.notes.push_back(std::move(n));
   for (std::uint32_t id = 0; id < core->provenance().size(); ++id) {
     const ProvenanceStats& s = core->provenance()[id];
     if (s.instructions == 0 && s.attributed_s == 0) continue;

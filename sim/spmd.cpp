@@ -78,6 +78,7 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   NetworkCollectiveTimer timer(chip, std::move(topo).value(), options.algorithm);
   CollectiveFabric fabric(mode, timer);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
+  LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
   std::vector<std::unique_ptr<Hbm>> hbms;
   std::vector<std::unique_ptr<TensorCore>> cores;
   hbms.reserve(static_cast<size_t>(simulated));
@@ -90,6 +91,7 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
                                                  chip_name + ".core0", d == 0 ? trace.get() : nullptr,
                                                  SpmdBinding{&fabric, d}));
     cores.back()->hbm_socket.bind(hbms.back()->socket);
+    cores.back()->set_loop_coordination(&loop_coordinator, {chip_name + ".hbm."});
   }
   if (chip.tensorcores > 1) {
     result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
@@ -135,6 +137,8 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   result.seconds = step;
   result.cycles = std::round(step * chip.clock);
   const TensorCore& core0 = *cores.front();
+  result.loops = core0.extrapolated_loops();
+  for (auto& n : loop_notes(result.loops)) result.notes.push_back(std::move(n));
   for (std::uint32_t id = 0; id < core0.provenance().size(); ++id) {
     const ProvenanceStats& s = core0.provenance()[id];
     if (s.instructions == 0 && s.attributed_s == 0) continue;
