@@ -79,6 +79,15 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
   CollectiveFabric fabric(mode, timer);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
+  // Loop extrapolation relies on every chip running the same stream (the
+  // leader's decisions name loop instances by pc); per-chip programs run in full.
+  ChipConfig per_chip_programs_chip = chip;
+  const bool distinct_programs = programs.size() > 1;
+  if (distinct_programs && chip.simulation.loops != "full") {
+    per_chip_programs_chip.simulation.loops = "full";
+    result.notes.push_back("loops simulated in full: the chips run different programs (extrapolation needs SPMD)");
+  }
+  const ChipConfig& core_chip = distinct_programs ? per_chip_programs_chip : chip;
   std::vector<std::unique_ptr<Hbm>> hbms;
   std::vector<std::unique_ptr<TensorCore>> cores;
   hbms.reserve(static_cast<size_t>(simulated));
@@ -87,7 +96,7 @@ Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Progra
     const isa::Program& p = programs[programs.size() == 1 ? 0 : static_cast<size_t>(d)];
     const std::string chip_name = fmt::format("chip{}", d);
     hbms.push_back(std::make_unique<Hbm>((chip_name + "_hbm").c_str(), chip.hbm, result.stats, chip_name + ".hbm"));
-    cores.push_back(std::make_unique<TensorCore>((chip_name + "_core0").c_str(), chip, p, result.stats,
+    cores.push_back(std::make_unique<TensorCore>((chip_name + "_core0").c_str(), core_chip, p, result.stats,
                                                  chip_name + ".core0", d == 0 ? trace.get() : nullptr,
                                                  SpmdBinding{&fabric, d}));
     cores.back()->hbm_socket.bind(hbms.back()->socket);
