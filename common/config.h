@@ -125,6 +125,14 @@ struct SystemTopology {
   std::optional<std::int64_t> chips;   // if stated, must equal product × slices
 };
 
+// How the simulator runs a program (not a hardware property; a config key so
+// sweeps and validation rows can set it).
+struct SimulationConfig {
+  std::string loops = "full";     // "full" | "extrapolate" (sim/loop_extrapolation.h)
+  std::int64_t loop_warmup = 2;   // iterations before steady-state detection starts
+  double loop_tolerance = 1e-3;   // relative agreement of consecutive iteration times
+};
+
 struct ChipConfig {
   std::string name;
   std::string description;
@@ -136,6 +144,7 @@ struct ChipConfig {
   IciConfig ici;
   DcnConfig dcn;
   SystemTopology system;
+  SimulationConfig simulation;
 };
 
 // Figures derived from a chip config (no simulation): what `config show`

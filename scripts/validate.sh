@@ -34,6 +34,22 @@ for sys in 8 4x4; do
       --format json -q 2>/dev/null > "out/spmd_${sys}_${mode}.json" || status=1
   done
 done
+# Internal consistency: steady-state loop extrapolation vs full simulation
+# (docs/lowering.md, "Control flow"); the corpus scan when ../shared is there.
+loop_cases="identical pipelined nested allreduce"
+scan=../shared/refs/hlo-corpus/files/openxla_xla__xla__backends__cpu__benchmarks__hlo__bench_scan_N2000_M3.hlo
+[ -f "$scan" ] && loop_cases="$loop_cases scan"
+for c in $loop_cases; do
+  case $c in
+    scan) input=$scan; extra=() ;;
+    allreduce) input=tests/validation/refs/loops/$c.tasm; extra=(--system 4 --wrap --mode full) ;;
+    *) input=tests/validation/refs/loops/$c.tasm; extra=() ;;
+  esac
+  for mode in full extrapolate; do
+    "$TPUSIM" run "$input" --chip v5e --loops "$mode" "${extra[@]}" --format json -q 2>/dev/null \
+      > "out/loops_${c}_${mode}.json" || status=1
+  done
+done
 for chip in v4 v5e v5p v6e v7; do
   "$TPUSIM" config show --chip "$chip" --format json > "out/config_$chip.json" || status=1
 done

@@ -165,6 +165,25 @@ double CollectiveFabric::wait(const Ticket& ticket) {
   return completion;
 }
 
+CollectiveFabric::Counters CollectiveFabric::counters() const {
+  Counters c;
+  c.row_counts.reserve(rows_.size());
+  for (const CollectiveRow& r : rows_) c.row_counts.push_back(r.count);
+  c.axis_busy_s = axis_busy_s_;
+  c.dcn_busy_s = dcn_busy_s_;
+  return c;
+}
+
+void CollectiveFabric::add_repeats(const Counters& a, const Counters& b, std::int64_t times) {
+  for (std::size_t i = 0; i < b.row_counts.size() && i < rows_.size(); ++i) {
+    const std::int64_t before = i < a.row_counts.size() ? a.row_counts[i] : 0;
+    rows_[i].count += times * (b.row_counts[i] - before);
+  }
+  const auto t = static_cast<double>(times);
+  for (std::size_t k = 0; k < axis_busy_s_.size(); ++k) axis_busy_s_[k] += t * (b.axis_busy_s[k] - a.axis_busy_s[k]);
+  dcn_busy_s_ += t * (b.dcn_busy_s - a.dcn_busy_s);
+}
+
 std::vector<std::string> CollectiveFabric::blocked() const {
   std::vector<std::string> out;
   for (const auto& [key, inst] : pending_) {

@@ -71,6 +71,16 @@ class CollectiveFabric {
   [[nodiscard]] const std::array<std::int64_t, 3>& axis_links() const { return axis_links_; }
   [[nodiscard]] double dcn_busy_s() const { return dcn_busy_s_; }
   [[nodiscard]] std::int64_t dcn_ports() const { return dcn_ports_; }
+  // What the collectives of some iterations add (loop extrapolation,
+  // sim/loop_extrapolation.h): a snapshot of the counters, and adding
+  // `times` x (b - a) for iterations that were extrapolated instead of run.
+  struct Counters {
+    std::vector<std::int64_t> row_counts;
+    std::array<double, 3> axis_busy_s{};
+    double dcn_busy_s = 0;
+  };
+  [[nodiscard]] Counters counters() const;
+  void add_repeats(const Counters& a, const Counters& b, std::int64_t times);
   // Largest number of data-parallel copies the replica groups were tiled over.
   [[nodiscard]] std::int64_t tiled_copies() const { return tiled_; }
 

@@ -13,14 +13,17 @@ void IntervalUnion::add(double begin, double end) {
     if (prev->second >= begin) {  // overlaps or touches the previous span
       begin = prev->first;
       end = std::max(end, prev->second);
+      total_ -= prev->second - prev->first;
       it = spans_.erase(prev);
     }
   }
   while (it != spans_.end() && it->first <= end) {
     end = std::max(end, it->second);
+    total_ -= it->second - it->first;
     it = spans_.erase(it);
   }
   spans_.emplace(begin, end);
+  total_ += end - begin;
 }
 
 double IntervalUnion::measure() const {

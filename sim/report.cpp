@@ -228,6 +228,19 @@ json report_json(const ReportInput& in) {
     j["chips"] = 1;
   }
   j["collectives"] = collectives;
+  // Loop extrapolation (simulation.loops): which loops, iterations simulated of the total.
+  j["loop_mode"] = c.simulation.loops;
+  json loops = json::array();
+  for (const LoopExtrapolation& l : r.loops) {
+    loops.push_back({{"loop", l.label},
+                     {"where", l.where},
+                     {"instances", l.instances},
+                     {"total_iterations", l.total_iterations},
+                     {"simulated_iterations", l.simulated_iterations},
+                     {"iteration_s", l.iteration_s},
+                     {"extrapolated_s", l.extrapolated_s}});
+  }
+  j["loops"] = loops;
   j["notes"] = r.notes;
   j["blocked"] = r.blocked;
   j["stats"] = s.to_json();

@@ -33,7 +33,9 @@ std::string provenance_root(std::string_view provenance);
 // {"program","chip","finished","step_time_s","cycles","units":{...},"hbm":{...},
 //  "vmem":{...},"stalls":{...},"ops":[...],"notes":[...],"blocked":[...],"stats":{...},
 //  "mode":"single-chip"|"full"|"symmetric","chips","system","per_chip":{...},"ici_axes":[...],
-//  "collectives":[{"op","bytes","group_size","algorithm","time_s","count","total_s","bound"}]}
+//  "collectives":[{"op","bytes","group_size","algorithm","time_s","count","total_s","bound"}],
+//  "loop_mode":"full"|"extrapolate","loops":[{"loop","where","instances","total_iterations",
+//  "simulated_iterations","iteration_s","extrapolated_s"}]}
 // plus, with a roofline: "bound_time_s" (the module's roofline bound),
 // "time_over_bound" and per op "bound_time_s", "bound", "time_over_bound",
 // "flop_utilization", "hbm_bandwidth_utilization", "approximated".

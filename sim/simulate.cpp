@@ -120,14 +120,23 @@ Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Progra
   // Elaboration: the chip's HBM, shared by its TensorCores (one per program).
   const int ncores = static_cast<int>(programs.size());
   auto hbm = std::make_unique<Hbm>("hbm", chip.hbm, result.stats, "chip0.hbm");
+  // Loop extrapolation names loop instances by pc: the TensorCores of a
+  // megacore chip run different programs, so their loops run in full.
+  ChipConfig core_chip = chip;
+  if (ncores > 1 && chip.simulation.loops != "full") {
+    core_chip.simulation.loops = "full";
+    result.notes.push_back("loops simulated in full: the TensorCores of a megacore chip run different programs "
+                           "(extrapolation needs one stream)");
+  }
   CoreSync sync(ncores);
   std::vector<std::unique_ptr<TensorCore>> cores;
   for (int c = 0; c < ncores; ++c) {
     const std::string name = fmt::format("core{}", c);
-    cores.push_back(std::make_unique<TensorCore>(name.c_str(), chip, programs[static_cast<std::size_t>(c)],
+    cores.push_back(std::make_unique<TensorCore>(name.c_str(), core_chip, programs[static_cast<std::size_t>(c)],
                                                  result.stats, "chip0." + name, trace.get(), SpmdBinding{},
                                                  ncores > 1 ? &sync : nullptr));
     cores.back()->hbm_socket.bind(hbm->socket);
+    if (ncores == 1) cores.back()->set_loop_coordination(nullptr, {"chip0.hbm."});
   }
   if (chip.tensorcores > ncores) {
     result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
@@ -165,6 +174,8 @@ Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Progra
   result.seconds = end;
   result.cycles = std::round(result.seconds * chip.clock);
   result.stats.add("chip0.seconds", "s", "simulated time of the program").value = result.seconds;
+  result.loops = cores.front()->extrapolated_loops();
+  for (auto& n : loop_notes(result.loops)) result.notes.push_back(std::move(n));
   result.provenance = detail::merge_provenance(views, progs);
   if (trace) trace->finish();
   return result;

@@ -34,6 +34,7 @@ struct SimResult {
   StatsRegistry stats;
   std::vector<ProvenanceRow> provenance;  // sorted by attributed time, descending
   std::vector<std::string> notes;          // modelling approximations used in this run
+  std::vector<LoopExtrapolation> loops;    // loops extrapolated (simulation.loops = extrapolate), core 0
 };
 
 // Places buffers without an offset (a bump allocator per memory space) and

@@ -103,6 +103,20 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
   NetworkCollectiveTimer timer(chip, std::move(topo).value(), options.algorithm.value_or(*configured));
   CollectiveFabric fabric(mode, timer);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
+  LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
+  // Loop extrapolation relies on every chip running the same stream (the
+  // leader's decisions name loop instances by pc); per-chip programs run in full.
+  // A megacore chip's TensorCores run different programs too.
+  ChipConfig per_chip_programs_chip = chip;
+  const bool distinct_programs = programs.size() > 1 || ncores > 1;
+  if (distinct_programs && chip.simulation.loops != "full") {
+    per_chip_programs_chip.simulation.loops = "full";
+    result.notes.push_back(ncores > 1 ? "loops simulated in full: the TensorCores of a megacore chip run different "
+                                        "programs (extrapolation needs one stream)"
+                                      : "loops simulated in full: the chips run different programs (extrapolation "
+                                        "needs SPMD)");
+  }
+  const ChipConfig& core_chip = distinct_programs ? per_chip_programs_chip : chip;
   std::vector<std::unique_ptr<Hbm>> hbms;
   std::vector<std::unique_ptr<CoreSync>> syncs;
   // cores[d * ncores + c]: TensorCore c of chip d.
@@ -118,12 +132,13 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
       const std::string core_name = fmt::format("{}.core{}", chip_name, c);
       // Core 0 is the chip's device on the fabric; the lowering gives the
       // other cores no collectives.
-      cores.push_back(std::make_unique<TensorCore>(fmt::format("{}_core{}", chip_name, c).c_str(), chip,
+      cores.push_back(std::make_unique<TensorCore>(fmt::format("{}_core{}", chip_name, c).c_str(), core_chip,
                                                    chip_programs[c], result.stats, core_name,
                                                    d == 0 ? trace.get() : nullptr,
                                                    c == 0 ? SpmdBinding{&fabric, d} : SpmdBinding{},
                                                    ncores > 1 ? syncs.back().get() : nullptr));
       cores.back()->hbm_socket.bind(hbms.back()->socket);
+      if (ncores == 1) cores.back()->set_loop_coordination(&loop_coordinator, {chip_name + ".hbm."});
     }
   }
   if (chip.tensorcores > static_cast<int>(ncores)) {
@@ -184,6 +199,8 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
   for (const auto& b : fabric.blocked()) result.blocked.push_back(b);
   result.seconds = step;
   result.cycles = std::round(step * chip.clock);
+  result.loops = cores.front()->extrapolated_loops();
+  for (auto& n : loop_notes(result.loops)) result.notes.push_back(std::move(n));
   {
     std::vector<const TensorCore*> views;
     std::vector<const isa::Program*> progs;

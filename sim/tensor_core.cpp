@@ -196,6 +196,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
     }
     if (!same) time_res_fs_ = ticks_per_s_ = 0;
   }
+  loop_policy_ = LoopPolicy::from(chip.simulation);
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
   sc_core::sc_spawn([this] { sequencer(); }, "sequencer");
@@ -416,12 +417,29 @@ void TensorCore::sequencer() {
       if (r.count <= 0) {
         next = match[pc] + 1;
       } else {
-        loops.push_back({pc + 1, r.count});
+        loops.emplace_back();
+        loops.back().begin = pc + 1;
+        loops.back().remaining = r.count;
+        if (loop_policy_.samples(r.count)) {
+          Loop& l = loops.back();
+          l.sampled = true;
+          l.repeat_pc = pc;
+          l.total = r.count;
+          if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
+          l.key = {pc, loop_entries_[pc]++};
+          if (loop_policy_.warmup == 0) loop_boundary(l);  // boundary 0: the loop's entry
+        }
       }
     } else if (op == isa::Opcode::kEnd) {
       if (!loops.empty() && --loops.back().remaining > 0) {
         next = loops.back().begin;
-      } else if (!loops.empty()) {
+        if (loops.back().sampled) {
+          ++loops.back().done;
+          if (loop_boundary(loops.back())) next = pc + 1;  // the rest was extrapolated
+        }
+      }
+      if (next == pc + 1 && !loops.empty()) {
+        if (loops.back().sampled && coordinator_ != nullptr) coordinator_->leave(loops.back().key, coordinator_index_);
         loops.pop_back();
       }
     } else if (op == isa::Opcode::kSemWait) {
@@ -465,6 +483,7 @@ void TensorCore::sequencer() {
     pc = next;
   }
   program_done_ = true;
+  if (coordinator_ != nullptr && coordinator_index_ == 0) coordinator_->leader_finished();
   sequencer_waiting_ = Waiting{Waiting::Kind::kEnd, 0, 0, 0};
   wait_all_done();
   sequencer_waiting_ = {};
@@ -476,6 +495,7 @@ void TensorCore::sequencer() {
     prov_[collective_prov_].attributed_s += end_s_ - retired_until_s_;
     retired_until_s_ = end_s_;
   }
+  end_s_ += offset_s_;
   cycles_.value = std::round(end_s_ / cycle_s_);
   finished_ = true;
 }
@@ -533,8 +553,9 @@ void TensorCore::run_unit(Unit& u) {
     }
     if (trace_ != nullptr && u.track >= 0) {
       const auto prov = program_.provenance(inst);
-      trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, d.start,
-                    t + std::max(e.busy_end, e.begin + cycle_s_));
+      const double shown = reported(d.start);
+      trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, shown,
+                    shown + (t + std::max(e.busy_end, e.begin + cycle_s_) - d.start));
     }
     if (started_waiters_ > 0) any_started_.notify(sc_core::SC_ZERO_TIME);
     const double done_at = d.done;  // (no Dyn reference across a wait: the ring may grow)
@@ -695,6 +716,156 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
   return {};
 }
 
+// --- Steady-state loop extrapolation (sim/loop_extrapolation.h) -----------
+
+void TensorCore::set_loop_coordination(LoopCoordinator* coordinator, std::vector<std::string> stat_prefixes) {
+  coordinator_ = coordinator;
+  coordinator_index_ = coordinator != nullptr ? coordinator->join() : 0;
+  loop_stat_prefixes_ = std::move(stat_prefixes);
+}
+
+const TensorCore::LoopBody& TensorCore::loop_body(std::uint32_t repeat_pc) {
+  auto [it, fresh] = loop_bodies_.try_emplace(repeat_pc);
+  if (fresh) {
+    LoopBody& b = it->second;
+    for (std::uint32_t pc = repeat_pc; pc <= repeat_match_[repeat_pc]; ++pc) {
+      b.prov.push_back(program_.code[pc].provenance);
+      b.collectives = b.collectives || isa::opcode(program_.code[pc].op) == isa::Opcode::kCollective;
+    }
+    std::sort(b.prov.begin(), b.prov.end());
+    b.prov.erase(std::unique(b.prov.begin(), b.prov.end()), b.prov.end());
+  }
+  return it->second;
+}
+
+std::uint64_t TensorCore::state_hash() const {
+  // FNV-1a over the discrete state a periodic schedule must repeat.
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+  };
+  for (const auto& u : units_) mix(u->queue.size() * 2 + (u->weights_loaded ? 1 : 0));
+  // Which instructions are in flight, in order: equal counts are not enough
+  // (a queue still draining the previous loop's tail has the same length).
+  mix(next_dyn_ - retired_);
+  for (std::uint64_t id = retired_; id < next_dyn_; ++id) mix(dyn_ring_[static_cast<size_t>(id & dyn_mask_)].pc);
+  for (const std::int64_t v : sem_) mix(static_cast<std::uint64_t>(v));
+  return h;
+}
+
+double TensorCore::reported(double t) const {
+  if (shifts_.empty() || t + kTimeEps < shifts_.front().first) return t;
+  const auto it = std::upper_bound(shifts_.begin(), shifts_.end(), t + kTimeEps,
+                                   [](double v, const std::pair<double, double>& s) { return v < s.first; });
+  return t + std::prev(it)->second;
+}
+
+void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
+  if (loop_stats_.empty()) {
+    const std::string own = prefix_ + ".";
+    for (const auto& [name, st] : stats_.all()) {
+      bool mine = name.starts_with(own);
+      for (const auto& p : loop_stat_prefixes_) mine = mine || name.starts_with(p);
+      if (mine) loop_stats_.push_back(&stats_.add(name, st.unit, st.desc));  // (exists: no insertion)
+    }
+  }
+  out.stats.resize(loop_stats_.size());
+  for (std::size_t i = 0; i < loop_stats_.size(); ++i) out.stats[i] = loop_stats_[i]->value;
+  const LoopBody& body = loop_body(l.repeat_pc);
+  out.prov.resize(body.prov.size());
+  for (std::size_t i = 0; i < body.prov.size(); ++i) out.prov[i] = prov_[body.prov[i]];
+  out.compute_s = compute_.running_measure();
+  out.comm_s = comm_.running_measure();
+  // Exposed communication needs a sweep over both unions: only for loops with collectives.
+  out.exposed_s = body.collectives ? comm_.measure_minus(compute_) : 0.0;
+  if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) out.fabric = spmd_.fabric->counters();
+}
+
+bool TensorCore::loop_boundary(Loop& l) {
+  // Sample iterations after the warm-up; the last three boundaries decide.
+  if (l.done < loop_policy_.warmup) return false;
+  BoundarySample s;
+  s.issue_s = now() + offset_s_;
+  s.retired_s = retired_until_s_ + offset_s_;
+  for (const auto& u : units_) s.busy_cycles += u->busy->value;
+  s.state = state_hash();
+  if (l.samples.size() == 3) l.samples.erase(l.samples.begin());
+  l.samples.push_back(s);
+  std::swap(l.prev, l.cur);
+  loop_snapshot(l, l.cur);
+  if (l.samples.size() < 3 || l.remaining <= 0) return false;
+
+  double iteration_s = 0;
+  bool skip = false;
+  if (coordinator_ == nullptr || coordinator_index_ == 0) {
+    skip = steady_state(l.samples[0], l.samples[1], l.samples[2], loop_policy_.tolerance);
+    if (skip) iteration_s = l.samples[2].issue_s - l.samples[1].issue_s;
+    if (coordinator_ != nullptr && coordinator_->cores() > 1) coordinator_->publish(l.key, l.done, iteration_s);
+  } else {
+    // A follower skips exactly where the leader did (its collectives must match).
+    LoopCoordinator::Verdict v;
+    while ((v = coordinator_->follow(l.key, l.done, iteration_s)) == LoopCoordinator::Verdict::kWait) {
+      sequencer_waiting_ = Waiting{Waiting::Kind::kLoopLeader, l.repeat_pc, 0, l.done};
+      sleep(coordinator_->changed());
+    }
+    sequencer_waiting_ = {};
+    skip = v == LoopCoordinator::Verdict::kSkip;
+  }
+  if (skip) extrapolate(l, l.remaining, iteration_s);
+  return skip;
+}
+
+void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) {
+  const auto times = static_cast<double>(skipped);
+  const double added_s = times * iteration_s;
+  const LoopSnapshot& a = l.prev;
+  const LoopSnapshot& b = l.cur;
+  for (std::size_t i = 0; i < loop_stats_.size(); ++i) *loop_stats_[i] += times * (b.stats[i] - a.stats[i]);
+  // Provenance rows: the last iteration's figures x the skipped iterations;
+  // attributed time scaled to the added time exactly, so rows sum to the step.
+  const LoopBody& body = loop_body(l.repeat_pc);
+  double attributed = 0;
+  for (std::size_t k = 0; k < body.prov.size(); ++k) attributed += b.prov[k].attributed_s - a.prov[k].attributed_s;
+  const double scale = attributed > 0 ? added_s / (times * attributed) : 0.0;
+  for (std::size_t k = 0; k < body.prov.size(); ++k) {
+    ProvenanceStats& ps = prov_[body.prov[k]];
+    ps.attributed_s += times * scale * (b.prov[k].attributed_s - a.prov[k].attributed_s);
+    ps.busy_s += times * (b.prov[k].busy_s - a.prov[k].busy_s);
+    ps.flops += times * (b.prov[k].flops - a.prov[k].flops);
+    ps.transcendentals += times * (b.prov[k].transcendentals - a.prov[k].transcendentals);
+    ps.hbm_bytes += times * (b.prov[k].hbm_bytes - a.prov[k].hbm_bytes);
+    ps.instructions += static_cast<std::uint64_t>(skipped) * (b.prov[k].instructions - a.prov[k].instructions);
+  }
+  if (!(attributed > 0)) prov_[program_.code[l.repeat_pc].provenance].attributed_s += added_s;
+  loop_extra_.compute_s += times * (b.compute_s - a.compute_s);
+  loop_extra_.comm_s += times * (b.comm_s - a.comm_s);
+  loop_extra_.exposed_s += times * (b.exposed_s - a.exposed_s);
+  if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) {
+    spmd_.fabric->add_repeats(a.fabric, b.fabric, skipped);
+  }
+  offset_s_ += added_s;
+  shifts_.emplace_back(now(), offset_s_);
+  // The report: one row per loop, aggregated over its dynamic instances.
+  const isa::Instruction& rep = program_.code[l.repeat_pc];
+  const std::string at = fmt::format("{}:{}:{}", program_.file, rep.loc.line, rep.loc.column);
+  auto row = std::find_if(extrapolated_.begin(), extrapolated_.end(),
+                          [&](const LoopExtrapolation& e) { return e.where == at; });
+  if (row == extrapolated_.end()) {
+    const auto label = program_.provenance(rep);
+    LoopExtrapolation fresh;
+    fresh.label = label.empty() ? std::string("repeat") : std::string(label);
+    fresh.where = at;
+    extrapolated_.push_back(std::move(fresh));
+    row = std::prev(extrapolated_.end());
+  }
+  row->instances += 1;
+  row->total_iterations += l.total;
+  row->simulated_iterations += l.done;
+  row->iteration_s = iteration_s;
+  row->extrapolated_s += added_s;
+}
+
 void TensorCore::retire() {
   // In program order: the time until the oldest unfinished instruction
   // completes is charged to its provenance (like a reorder buffer's head).
@@ -745,6 +916,9 @@ std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_nam
     case Waiting::Kind::kComplete: return fmt::format("{} to complete", where(w.pc));
     case Waiting::Kind::kCollective:
       return fmt::format("the other members of its replica group to issue {}", where(w.pc));
+    case Waiting::Kind::kLoopLeader:
+      return fmt::format("the leading core to decide on extrapolating the loop at {} (iteration {})", where(w.pc),
+                         w.count);
     case Waiting::Kind::kNone: break;
   }
   return {};

@@ -20,7 +20,9 @@
 #include "common/stats.h"
 #include "isa/program.h"
 #include "memory/bandwidth_server.h"
+#include "sim/collective_fabric.h"
 #include "sim/interval_union.h"
+#include "sim/loop_extrapolation.h"
 #include "sim/trace.h"
 
 namespace tpusim {
@@ -55,7 +57,17 @@ class TensorCore : public sc_core::sc_module {
              CoreSync* core_sync = nullptr);
   ~TensorCore() override;
 
+  // Steady-state loop extrapolation (sim/loop_extrapolation.h), when
+  // chip.simulation.loops says so; call before sc_start(). Every core of one
+  // simulation passes the same coordinator (nullptr: this core decides alone).
+  // `stat_prefixes`: stats besides this core's own (its prefix) that its
+  // iterations drive, e.g. "chip0.hbm.", scaled with the skipped iterations.
+  void set_loop_coordination(LoopCoordinator* coordinator, std::vector<std::string> stat_prefixes);
+  // The loops this core extrapolated, in order of first extrapolation.
+  [[nodiscard]] const std::vector<LoopExtrapolation>& extrapolated_loops() const { return extrapolated_; }
+
   [[nodiscard]] bool finished() const { return finished_; }
+  // Includes the time of extrapolated loop iterations.
   [[nodiscard]] double end_seconds() const { return end_s_; }
   // Set when the program cannot run (e.g. a matmul with no weights loaded).
   [[nodiscard]] const std::string& error() const { return error_; }
@@ -65,11 +77,13 @@ class TensorCore : public sc_core::sc_module {
   // Indexed by the program's provenance string id.
   [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
   // Seconds some non-ICI unit was busy (the union of their busy intervals).
-  [[nodiscard]] double compute_seconds() const { return compute_.measure(); }
+  [[nodiscard]] double compute_seconds() const { return compute_.measure() + loop_extra_.compute_s; }
   // Seconds a collective was in flight (union of issue..completion).
-  [[nodiscard]] double communication_seconds() const { return comm_.measure(); }
+  [[nodiscard]] double communication_seconds() const { return comm_.measure() + loop_extra_.comm_s; }
   // Seconds a collective was in flight while no other unit was busy.
-  [[nodiscard]] double exposed_communication_seconds() const { return comm_.measure_minus(compute_); }
+  [[nodiscard]] double exposed_communication_seconds() const {
+    return comm_.measure_minus(compute_) + loop_extra_.exposed_s;
+  }
 
  private:
   struct Unit;
@@ -184,20 +198,63 @@ class TensorCore : public sc_core::sc_module {
   std::string error_;
   // What a party is blocked on, formatted only for the deadlock report.
   struct Waiting {
-    enum class Kind { kNone, kQueueSlot, kSemaphore, kBarrier, kCoreBarrier, kEnd, kStart, kComplete, kCollective } kind = Kind::kNone;
+    enum class Kind {
+      kNone, kQueueSlot, kSemaphore, kBarrier, kCoreBarrier, kEnd, kStart, kComplete, kCollective, kLoopLeader
+    } kind = Kind::kNone;
     std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
     std::uint32_t sem = 0;
     std::int64_t count = 0;
   };
   [[nodiscard]] std::string describe(const Waiting& w, const std::string& unit_name) const;
   Waiting sequencer_waiting_;
+  // What a loop iteration adds to the counters: a snapshot at a boundary.
+  struct LoopSnapshot {
+    std::vector<double> stats;             // loop_stats_
+    std::vector<ProvenanceStats> prov;     // the body's provenance ids
+    double compute_s = 0, comm_s = 0, exposed_s = 0;
+    CollectiveFabric::Counters fabric;
+  };
   struct Loop {
     std::uint32_t begin;
     std::int64_t remaining;
+    // Extrapolation (sampled loops only).
+    std::uint32_t repeat_pc = 0;
+    std::int64_t total = 0;
+    std::int64_t done = 0;     // iterations completed
+    bool sampled = false;
+    LoopCoordinator::Key key{};
+    std::vector<BoundarySample> samples;  // the last three
+    LoopSnapshot prev, cur;
   };
+  struct LoopBody {
+    std::vector<std::uint32_t> prov;  // provenance ids of the body, sorted
+    bool collectives = false;
+  };
+  // At a sampled boundary of loops_.back(): true when the rest is extrapolated.
+  bool loop_boundary(Loop& l);
+  void loop_snapshot(const Loop& l, LoopSnapshot& out);
+  void extrapolate(Loop& l, std::int64_t skipped, double iteration_s);
+  const LoopBody& loop_body(std::uint32_t repeat_pc);
+  [[nodiscard]] std::uint64_t state_hash() const;
+  // A time of this core's timeline as reported: + the extrapolated time of
+  // every loop skipped at or before it.
+  [[nodiscard]] double reported(double t_s) const;
   std::vector<std::uint32_t> repeat_match_;
   std::vector<std::uint32_t> open_repeats_;
   std::vector<Loop> loops_;
+  LoopPolicy loop_policy_;
+  LoopCoordinator* coordinator_ = nullptr;
+  int coordinator_index_ = 0;
+  std::vector<std::string> loop_stat_prefixes_;
+  std::vector<Stat*> loop_stats_;                 // counters scaled by extrapolation
+  std::map<std::uint32_t, LoopBody> loop_bodies_;  // by repeat pc
+  std::vector<std::uint64_t> loop_entries_;       // by repeat pc: instances entered
+  double offset_s_ = 0;                           // extrapolated time so far
+  std::vector<std::pair<double, double>> shifts_;  // (real time of a skip, offset_s_ from then on)
+  struct {
+    double compute_s = 0, comm_s = 0, exposed_s = 0;
+  } loop_extra_;
+  std::vector<LoopExtrapolation> extrapolated_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
   SpmdBinding spmd_;

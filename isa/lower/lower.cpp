@@ -7,6 +7,7 @@
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/cost_analysis.h"
+#include "isa/hlo/while_loop.h"
 #include "isa/lower/context.h"
 #include "isa/lower/fusion.h"
 
@@ -350,21 +351,6 @@ class Lowerer {
     if (!approx) c_.note(x, NoteKind::kLowered, "MXU program");
   }
 
-  std::int64_t trip_count(const Instruction& x) {
-    const hlo::Attribute* a = x.attribute(hlo::AttrId::kBackendConfig);
-    if (a != nullptr) {
-      const std::string_view v = a->value;
-      const auto pos = v.find("known_trip_count");
-      if (pos != std::string_view::npos) {
-        std::size_t i = v.find_first_of("0123456789", pos);
-        std::int64_t n = 0;
-        while (i < v.size() && v[i] >= '0' && v[i] <= '9') n = n * 10 + (v[i++] - '0');
-        if (n > 0) return n;
-      }
-    }
-    return -1;
-  }
-
   Result<bool> lower_inst(const Instruction& x, const std::vector<Value>& params, bool top) {
     if (top) top_name_ = std::string(x.name());
     const Opcode op = x.opcode();
@@ -508,12 +494,14 @@ class Lowerer {
         const hlo::Computation* body = x.called(hlo::AttrId::kBody);
         const hlo::Computation* cond = x.called(hlo::AttrId::kCondition);
         if (body == nullptr) break;
-        std::int64_t n = trip_count(x);
-        if (n < 0) {
-          n = c_.opt.default_trip_count;
-          c_.approx(x, "while without known_trip_count: body run " + std::to_string(n) + " time(s)");
+        std::int64_t n = 0;
+        if (const auto trip = hlo::while_trip_count(x)) {
+          n = trip->count;
+          c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n) + " (" + trip->source + ")");
         } else {
-          c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n));
+          n = c_.opt.default_trip_count;
+          c_.approx(x, "while without known_trip_count or induction pattern: body run " + std::to_string(n) +
+                           " time(s)");
         }
         const Value state = operand(x, 0);
         c_.set_provenance(provenance_name(x));

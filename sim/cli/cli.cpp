@@ -38,6 +38,16 @@ void add_common_options(CLI::App& app, CommonOptions& o, bool needs_chip = true)
   app.add_flag_function("-q,--quiet", [&o](std::int64_t) { o.verbosity = -1; }, "Only errors and the result");
 }
 
+// --loops full|extrapolate: the simulation.loops key (docs/lowering.md, "Control flow").
+void add_loops_option(CLI::App& app, CommonOptions& o) {
+  app.add_option_function<std::string>(
+         "--loops", [&o](const std::string& v) { o.overrides.push_back("simulation.loops=" + v); },
+         "full: simulate every loop iteration (exact; default) | extrapolate: stop once iterations reach a steady "
+         "state and account for the rest (long loops; sets simulation.loops)")
+      ->check(CLI::IsMember({"full", "extrapolate"}))
+      ->type_name("MODE");
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -68,6 +78,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   run_cmd->add_flag("--wrap", run_opt.wrap, "Every axis of --system wraps around (a torus; default: system.wraparound)");
   run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
+  add_loops_option(*run_cmd, opt);
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
@@ -133,6 +144,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::vector<std::string> pair;
   compare->add_option("inputs", pair, "a.hlo b.hlo")->expected(2)->required();
   add_common_options(*compare, opt);
+  add_loops_option(*compare, opt);
   compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
@@ -146,6 +158,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   scale->add_flag("--strong", scale_opt.strong, "Efficiency as strong scaling: t1*chips1 / (t*chips) (default: weak, t1/t)");
   scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
+  add_loops_option(*scale, opt);
   scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });
 
   auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");

@@ -211,6 +211,41 @@ ENTRY e {
   EXPECT_GE(rep.summary.executed_instructions, 10u * 3u);
 }
 
+// The same loop without backend_config: the trip count comes from the
+// induction variable (i = 0 .. 9 step 1 against `i < 10`: 10 iterations).
+TEST(Lower, WhileTripCountFromTheInductionPattern) {
+  const ChipConfig c = chip();
+  const auto l = lower_text(R"(HloModule m
+body {
+  p = (s32[], f32[256,256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  n = s32[] add(i, one)
+  x = f32[256,256] get-tuple-element(p), index=1
+  y = f32[256,256] tanh(x)
+  ROOT t = (s32[], f32[256,256]) tuple(n, y)
+}
+cond {
+  p = (s32[], f32[256,256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  k = s32[] constant(10)
+  ROOT lt = pred[] compare(i, k), direction=LT
+}
+ENTRY e {
+  z = s32[] constant(0)
+  a = f32[256,256] parameter(0)
+  t = (s32[], f32[256,256]) tuple(z, a)
+  ROOT w = (s32[], f32[256,256]) while(t), condition=cond, body=body
+})",
+                            c);
+  std::int64_t repeat = -1;
+  for (const auto& i : l.program.code) {
+    if (const auto* r = std::get_if<isa::Repeat>(&i.op)) repeat = r->count;
+  }
+  EXPECT_EQ(repeat, 10);
+  EXPECT_TRUE(l.report.approximations.empty()) << l.report.approximations.front();
+}
+
 TEST(Lower, UnsupportedOpsAreApproximatedAndLabelled) {
   const ChipConfig c = chip();
   const auto l = lower_text(R"(HloModule m

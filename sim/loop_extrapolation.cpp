@@ -1,0 +1,78 @@
+#include "sim/loop_extrapolation.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace tpusim {
+
+LoopPolicy LoopPolicy::from(const SimulationConfig& c) {
+  LoopPolicy p;
+  p.mode = c.loops == "extrapolate" ? LoopMode::kExtrapolate : LoopMode::kFull;
+  p.warmup = c.loop_warmup;
+  p.tolerance = c.loop_tolerance;
+  return p;
+}
+
+bool steady_state(const BoundarySample& a, const BoundarySample& b, const BoundarySample& c, double tolerance) {
+  constexpr double kResolution = 1e-12;  // SystemC's time resolution
+  const double issue1 = b.issue_s - a.issue_s, issue2 = c.issue_s - b.issue_s;
+  const double retire1 = b.retired_s - a.retired_s, retire2 = c.retired_s - b.retired_s;
+  const double busy1 = b.busy_cycles - a.busy_cycles, busy2 = c.busy_cycles - b.busy_cycles;
+  if (!(issue2 > 0)) return false;
+  const double slack = tolerance * issue2 + kResolution;
+  return b.state == c.state && std::abs(issue2 - issue1) <= slack && std::abs(retire2 - retire1) <= slack &&
+         std::abs(retire2 - issue2) <= slack && std::abs(busy2 - busy1) <= tolerance * std::max(busy1, busy2) + 1e-6;
+}
+
+std::vector<std::string> loop_notes(const std::vector<LoopExtrapolation>& loops) {
+  std::vector<std::string> out;
+  for (const LoopExtrapolation& l : loops) {
+    out.push_back(fmt::format(
+        "loop extrapolated: {} ({}): {} of {} iterations simulated{}, steady {:.4g} us per iteration, {:.4g} us "
+        "extrapolated",
+        l.label, l.where, l.simulated_iterations, l.total_iterations,
+        l.instances > 1 ? fmt::format(" over {} instances", l.instances) : std::string(), l.iteration_s * 1e6,
+        l.extrapolated_s * 1e6));
+  }
+  return out;
+}
+
+LoopCoordinator::LoopCoordinator() : changed_(sc_core::sc_gen_unique_name("loop_coordinator")) {}
+
+void LoopCoordinator::publish(const Key& key, std::int64_t iteration, double skip_s) {
+  State& s = loops_[key];
+  s.passed = std::max(s.passed, iteration);
+  if (skip_s > 0) {
+    s.skip_at = iteration;
+    s.iteration_s = skip_s;
+  }
+  changed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void LoopCoordinator::leave(const Key& key, int core) {
+  State& s = loops_[key];
+  if (core == 0) {
+    s.leader_left = true;
+    changed_.notify(sc_core::SC_ZERO_TIME);
+  }
+  if (++s.left >= cores_) loops_.erase(key);
+}
+
+void LoopCoordinator::leader_finished() {
+  leader_finished_ = true;
+  changed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+LoopCoordinator::Verdict LoopCoordinator::follow(const Key& key, std::int64_t iteration, double& iteration_s) const {
+  const auto it = loops_.find(key);
+  if (it != loops_.end()) {
+    if (it->second.skip_at == iteration) {
+      iteration_s = it->second.iteration_s;
+      return Verdict::kSkip;
+    }
+    if (it->second.passed >= iteration || it->second.leader_left) return Verdict::kRunOn;
+  }
+  return leader_finished_ ? Verdict::kRunOn : Verdict::kWait;
+}
+
+}  // namespace tpusim
