@@ -3,6 +3,7 @@
 // docs/lowering.md for the derivation of the cost model used to choose tiles.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <string>
@@ -292,6 +293,21 @@ class DotLowering {
       return cur;
     };
 
+    // Output write-back pieces not yet issued (dst in HBM, src staging tile, slot).
+    struct Write {
+      isa::TileRef dst, src;
+      int slot;
+    };
+    std::deque<Write> writes;
+    std::int64_t write_per_step = 1;
+    const auto flush_writes = [&](std::size_t n) {
+      for (std::size_t i = 0; i < n && !writes.empty(); ++i) {
+        const Write w = writes.front();
+        writes.pop_front();
+        c_.dma(w.dst, w.src, out_sem[w.slot]);
+        ++out_pending[static_cast<std::size_t>(w.slot)];
+      }
+    };
     std::vector<Cur> curs(steps.size());
     if (!steps.empty()) curs[0] = issue_loads(steps[0]);
     c_.wait(res, res_count);
@@ -334,6 +350,10 @@ class DotLowering {
         // A new output block: its staging slot must have drained.
         out_slot = out_next;
         out_next ^= 1;
+        // Pieces of the block that used this slot must be issued before it is reused.
+        while (std::any_of(writes.begin(), writes.end(), [&](const Write& w) { return w.slot == out_slot; })) {
+          flush_writes(1);
+        }
         c_.wait(out_sem[out_slot], out_pending[static_cast<std::size_t>(out_slot)]);
         out_pending[static_cast<std::size_t>(out_slot)] = 0;
         auto it = out_bufs.find({me, ne});
@@ -397,12 +417,26 @@ class DotLowering {
           }
           c_.emit(op);
         }
+        // The block's write-back is cut into row pieces issued over the next
+        // block's k steps, so one large write does not hold the HBM queue
+        // ahead of the next operand loads (a kernel's pipelined write-back).
         const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
-        c_.dma(c_.tile(d_.out.buffer, s.b * M + m0, me, n0, ne), c_.whole(out_buf), out_sem[out_slot]);
-        ++out_pending[static_cast<std::size_t>(out_slot)];
+        const std::int64_t align = c_.row_align(d_.out.dtype);
+        const std::int64_t pieces = std::max<std::int64_t>(1, std::min(nk, me / std::max<std::int64_t>(align, 64)));
+        const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);
+        for (std::int64_t r = 0; r < me; r += piece_rows) {
+          const std::int64_t rows = std::min(piece_rows, me - r);
+          writes.push_back({c_.tile(d_.out.buffer, s.b * M + m0 + r, rows, n0, ne), c_.tile(out_buf, r, rows, 0, ne),
+                            out_slot});
+        }
+        write_per_step = ceil_div(static_cast<std::int64_t>(writes.size()), nk);
+        if (nk == 1 || t + 1 == steps.size()) flush_writes(writes.size());
+      } else {
+        flush_writes(static_cast<std::size_t>(write_per_step));
       }
       if (c_.prog.code.size() > c_.opt.max_instructions) return;
     }
+    flush_writes(writes.size());
     c_.wait(out_sem[out_next], out_pending[static_cast<std::size_t>(out_next)]);
     c_.wait(out_sem[out_next ^ 1], out_pending[static_cast<std::size_t>(out_next ^ 1)]);
   }
