@@ -57,38 +57,61 @@ FusionPlan plan_fusion(const hlo::Module& module, const hlo::Computation& comput
   for (std::size_t i = 0; i < insts.size(); ++i) position[insts[i]] = i;
   // Groups under construction, and the groups each instruction belongs to.
   std::vector<std::vector<const Instruction*>> members;
+  std::vector<const Instruction*> heroes;  // per group under construction
   std::unordered_map<const Instruction*, std::vector<std::size_t>> in_groups;
+  // The groups all of x's users are in; empty when some user is in none, or
+  // is a group's hero (its operands are read from HBM, not fused).
+  const auto user_groups = [&](const Instruction* x) {
+    std::set<std::size_t> gs;
+    for (const Instruction* u : x->users()) {
+      auto it = in_groups.find(u);
+      // A user that is in several groups (a duplicated broadcast) counts as all of them.
+      if (it == in_groups.end() || it->second.empty()) return std::set<std::size_t>{};
+      for (const std::size_t g : it->second) {
+        if (heroes[g] == u) return std::set<std::size_t>{};
+      }
+      gs.insert(it->second.begin(), it->second.end());
+    }
+    return gs;
+  };
   for (std::size_t i = insts.size(); i-- > 0;) {
     const Instruction* x = insts[i];
     if (fusible_producer(*x) && !x->is_root() && !x->users().empty()) {
-      std::set<std::size_t> gs;
-      bool all_in_groups = true;
-      for (const Instruction* u : x->users()) {
-        auto it = in_groups.find(u);
-        // A user that is in several groups (a duplicated broadcast) counts
-        // as all of them.
-        if (it == in_groups.end() || it->second.empty()) {
-          all_in_groups = false;
-          break;
-        }
-        gs.insert(it->second.begin(), it->second.end());
-      }
-      if (all_in_groups && (gs.size() == 1 || duplicable(*x))) {
+      const std::set<std::size_t> gs = user_groups(x);
+      if (!gs.empty() && (gs.size() == 1 || duplicable(*x))) {
         for (const std::size_t g : gs) members[g].push_back(x);
         in_groups[x].assign(gs.begin(), gs.end());
         continue;
       }
     }
+    // Output fusion: a dot into the elementwise group that consumes it.
+    if (x->opcode() == Opcode::kDot && array_shaped(*x) && !x->is_root() && !x->users().empty()) {
+      const std::set<std::size_t> gs = user_groups(x);
+      if (gs.size() == 1) {
+        const std::size_t g = *gs.begin();
+        const Instruction* root = members[g].front();
+        if (heroes[g] == nullptr && elementwise(*root) &&
+            root->shape().element_count() == x->shape().element_count()) {
+          members[g].push_back(x);
+          heroes[g] = x;
+          in_groups[x] = {g};
+          continue;
+        }
+      }
+    }
     if (fusible_root(*x)) {
       in_groups[x] = {members.size()};
       members.push_back({x});
+      heroes.push_back(nullptr);
     }
   }
-  for (auto& m : members) {
+  for (std::size_t gi = 0; gi < members.size(); ++gi) {
+    auto& m = members[gi];
     if (m.size() < 2) continue;
     std::sort(m.begin(), m.end(), [&](const Instruction* a, const Instruction* b) { return position[a] < position[b]; });
     FusionGroup g;
     g.root = m.back();
+    g.hero = heroes[gi];
     g.members = m;
     const std::set<const Instruction*> inside(m.begin(), m.end());
     std::set<const Instruction*> seen;
@@ -134,7 +157,16 @@ hlo::RooflineReport roofline_as_lowered(const hlo::Module& module, const hlo::Ro
     }
     row.cost.bytes_written = static_cast<double>(g.root->shape().byte_size());
     row.intensity = row.cost.bytes_accessed() > 0 ? (row.cost.flops + row.cost.transcendentals) / row.cost.bytes_accessed() : 0;
-    const double peak = rates.vector_rate();
+    // A group with a dot hero runs at the MXU rate (its epilogue overlaps),
+    // as hlo::roofline costs an output fusion.
+    double peak = rates.vector_rate();
+    if (g.hero != nullptr) {
+      auto it = by_name.find(std::string(g.hero->name()));
+      if (it != by_name.end() && it->second->cost.matmul_type != hlo::ElementType::kTuple) {
+        row.cost.matmul_type = it->second->cost.matmul_type;
+        peak = rates.matmul_rate(row.cost.matmul_type);
+      }
+    }
     row.compute_time_s = peak > 0 ? (row.cost.flops + row.cost.transcendentals) / peak : 0;
     row.memory_time_s = rates.hbm_bytes_per_second > 0 ? row.cost.bytes_accessed() / rates.hbm_bytes_per_second : 0;
     row.bound_time_s = std::max(row.compute_time_s, row.memory_time_s);

@@ -13,9 +13,14 @@
 //    group when all of its users are in one group; a broadcast or constant
 //    whose users sit in several groups is duplicated into each (cheap to
 //    recompute, as XLA does); any other fusible op starts a group of its own.
-//  - a group of two or more ops runs as one VMEM-streamed kernel reading its
-//    external operands and writing its root, and its roofline is costed at
-//    the group's boundary (like a fusion in HloCostAnalysis).
+//  - a dot whose users all sit in one group rooted at an elementwise op of the
+//    dot's shape becomes that group's hero (XLA's output fusion): the group
+//    runs as the dot's MXU program with the other members as its epilogue on
+//    each output tile; the dot's operand producers are not fused into it.
+//  - a group of two or more ops runs as one VMEM-streamed kernel (or, with a
+//    hero, one MXU program) reading its external operands and writing its
+//    root, and its roofline is costed at the group's boundary (like a fusion
+//    in HloCostAnalysis; a group with a hero at the MXU rate).
 #pragma once
 
 #include <memory>
@@ -29,6 +34,7 @@ namespace tpusim::lower {
 
 struct FusionGroup {
   const hlo::Instruction* root = nullptr;
+  const hlo::Instruction* hero = nullptr;  // a dot whose epilogue the other members are (output fusion)
   std::vector<const hlo::Instruction*> members;  // in program order, root last
   std::vector<const hlo::Instruction*> inputs;   // external operands, in first-use order
 };

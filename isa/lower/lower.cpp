@@ -139,6 +139,16 @@ class Lowerer {
 
   void lower_group(const FusionGroup& g) {
     const Instruction& root = *g.root;
+    if (g.hero != nullptr) {
+      // Output fusion: the dot's MXU program with the members as its epilogue.
+      std::vector<Array> boundary;
+      for (const Instruction* in : g.inputs) boundary.push_back(array_of(*in));
+      (void)lower_dot_like(root, g.hero, boundary, nullptr, &g);
+      c_.note(root, NoteKind::kLowered,
+              "output fusion of " + std::string(g.hero->name()) + " and " + std::to_string(g.members.size() - 1) +
+                  " elementwise ops (tpusim fusion policy): MXU program with a VPU epilogue");
+      return;
+    }
     section(root, false);
     StreamKernel k;
     k.group = &g;
@@ -186,13 +196,23 @@ class Lowerer {
 
   // Dot operand views: canonical ([B*M,K] / [B*K,N]), transposed, or a
   // relayout into a canonical scratch array.
+  // The HBM array of a value of this computation (declared if not yet lowered).
+  Array array_of(const Instruction& in) {
+    auto it = vals_.find(&in);
+    const Value v = it == vals_.end() ? c_.hbm_value(in.name(), in.shape()) : it->second;
+    return v.leaves.empty() ? c_.hbm_array(in.name(), hlo::Shape(hlo::ElementType::kF32, {1})) : v.leaves[0];
+  }
+
+  // x: the instruction whose value the program writes (a dot, an XLA fusion,
+  // or the root of a tpusim output-fusion `group` whose hero is `dot`).
   Result<bool> lower_dot_like(const Instruction& x, const Instruction* dot, const std::vector<Array>& boundary,
-                              const hlo::Computation* fused) {
+                              const hlo::Computation* fused, const FusionGroup* group = nullptr) {
     const Instruction& d = *dot;
     const hlo::Shape& ls = d.operand(0)->shape();
     const hlo::Shape& rs = d.operand(1)->shape();
     // Boundary arrays feeding the dot's operands.
     const auto trace = [&](const Instruction* o) -> std::optional<Array> {
+      if (group != nullptr) return array_of(*o);
       if (fused == nullptr) return leaf0(x, o == d.operand(0) ? 0 : 1);
       for (int hops = 0; hops < 16 && o != nullptr; ++hops) {
         if (o->opcode() == Opcode::kParameter) {
@@ -291,7 +311,7 @@ class Lowerer {
         why += "fusion output differs from the dot's [B*M, N] view (extra copy); ";
         Array real = spec.out;
         spec.out = c_.hbm_array(std::string(x.name()) + ".dot", hlo::Shape(d.shape().element_type(), {spec.batch * spec.m, spec.n}));
-        emit_dot(x, spec, fused, boundary, contraction_inputs, approx);
+        emit_dot(x, spec, fused, group, boundary, contraction_inputs, approx);
         section(x, true);
         lower_relayout(spec.out, real);
         if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
@@ -324,20 +344,23 @@ class Lowerer {
       why += "convolution as a GEMM over an im2col view of the input (M=" + std::to_string(spec.m) +
              " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) + "); ";
     }
-    emit_dot(x, spec, fused, boundary, contraction_inputs, approx);
+    emit_dot(x, spec, fused, group, boundary, contraction_inputs, approx);
     if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
     return true;
   }
 
-  void emit_dot(const Instruction& x, DotSpec& spec, const hlo::Computation* fused, const std::vector<Array>& boundary,
-                const std::vector<std::uint32_t>& contraction_inputs, bool approx) {
-    if (fused != nullptr) {
-      for (const Instruction* y : fused->instructions()) {
-        const auto cat = hlo::opcode_category(y->opcode());
-        if (cat == hlo::OpCategory::kElementwiseUnary || cat == hlo::OpCategory::kElementwiseBinary ||
-            cat == hlo::OpCategory::kElementwiseTernary) {
-          ++spec.epilogue_vpu_ops;
-        }
+  void emit_dot(const Instruction& x, DotSpec& spec, const hlo::Computation* fused, const FusionGroup* group,
+                const std::vector<Array>& boundary, const std::vector<std::uint32_t>& contraction_inputs, bool approx) {
+    if (fused != nullptr || group != nullptr) {
+      const auto epilogue_op = [](const Instruction& y) {
+        const auto cat = hlo::opcode_category(y.opcode());
+        return cat == hlo::OpCategory::kElementwiseUnary || cat == hlo::OpCategory::kElementwiseBinary ||
+               cat == hlo::OpCategory::kElementwiseTernary;
+      };
+      if (fused != nullptr) {
+        for (const Instruction* y : fused->instructions()) spec.epilogue_vpu_ops += epilogue_op(*y) ? 1 : 0;
+      } else {
+        for (const Instruction* y : group->members) spec.epilogue_vpu_ops += epilogue_op(*y) ? 1 : 0;
       }
       for (const Array& a : boundary) {
         const bool feeds_contraction = a.buffer == spec.lhs.buffer || a.buffer == spec.rhs.buffer ||
