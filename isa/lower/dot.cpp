@@ -160,7 +160,12 @@ class DotLowering {
               const std::int64_t items = ceil_div(tn, C_) * p;
               const std::int64_t per_mxu = ceil_div(items, nmxu_);
               const double part_rows = static_cast<double>(ceil_div(tm, p));
-              const double step_mxu = static_cast<double>(ceil_div(tk, R_) * per_mxu) *
+              // Blocks turn round robin over the MXUs: with many blocks each
+              // MXU takes items / MXUs of every block's work on average.
+              const std::int64_t nblocks = B * nm * nn;
+              const double per_mxu_avg = nblocks * items >= nmxu_ ? static_cast<double>(items) / static_cast<double>(nmxu_)
+                                                                  : static_cast<double>(per_mxu);
+              const double step_mxu = static_cast<double>(ceil_div(tk, R_)) * per_mxu_avg *
                                       std::max(part_rows / rate, load) / clock;
               // Megacore: this core computes its share of the output blocks
               // while the other cores stream theirs through the same HBM.
@@ -214,11 +219,7 @@ class DotLowering {
     std::string name;
     isa::DType dtype;
     std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
-    int next = 0;
-    std::int64_t last_key = -1;
     isa::SemRef sem[2];
-    std::array<std::int64_t, 2> pending{0, 0};
-    std::uint32_t last_buf = 0;
   };
   std::uint32_t ring_buffer(Ring& r, std::int64_t rows, std::int64_t cols, int slot) {
     auto it = r.bufs.find({rows, cols});
@@ -240,26 +241,6 @@ class DotLowering {
   struct StepIdx {
     std::int64_t b, mb, nb, kc;
   };
-
-  // Loads (if needed) the HBM tile `src` (its identity: `key`) into the
-  // operand's ring; returns whether it loaded. buffer_out: the VMEM buffer
-  // holding it (loaded now or by an earlier step).
-  bool load(Ring& r, std::int64_t key, const isa::TileRef& src, std::uint32_t& buffer_out) {
-    if (key == r.last_key) {
-      buffer_out = r.last_buf;
-      return false;
-    }
-    r.last_key = key;
-    const int slot = r.next;
-    r.next ^= 1;
-    const std::uint32_t buf = ring_buffer(r, src.rows, src.cols, slot);
-    c_.dma(c_.whole(buf), src, r.sem[slot]);
-    ++r.pending[static_cast<std::size_t>(slot)];
-    buffer_out = buf;
-    r.last_buf = buf;
-    loaded_slot_ = slot;
-    return true;
-  }
 
   // Where batch element b's tile starts in an operand's view (its tile has
   // `tile_rows` rows when the operand is batch-leading).
@@ -305,8 +286,8 @@ class DotLowering {
       for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
     }
 
-    Ring lr{"lhs", d_.lhs.dtype, {}, 0, -1, {c_.sem("lhs0"), c_.sem("lhs1")}, {0, 0}, 0};
-    Ring rr{"rhs", d_.rhs.dtype, {}, 0, -1, {c_.sem("rhs0"), c_.sem("rhs1")}, {0, 0}, 0};
+    Ring lr{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
+    Ring rr{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
     const isa::SemRef out_sem[2] = {c_.sem("out0"), c_.sem("out1")};
     const isa::SemRef res = c_.sem("res");
     std::array<std::int64_t, 2> out_pending{0, 0};
@@ -339,32 +320,35 @@ class DotLowering {
     std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
     const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
 
-    struct Cur {
-      std::uint32_t lhs = 0, rhs = 0;
-      bool lhs_new = false, rhs_new = false;
-      int lhs_slot = 0, rhs_slot = 0;
-      isa::TileRef lhs_sub, rhs_sub;  // this step's tile in the loaded buffer (stored orientation)
-    };
     const auto extent = [](std::int64_t idx, std::int64_t t, std::int64_t full) {
       return std::min(t, full - idx * t);
     };
-    // One operand's load for a step: its tile rows x0.. (xe rows) and cols
-    // y0.. (ye cols) of the batch element at `at` in the view; wide: whole
-    // view rows, the element's columns picked in VMEM.
-    const auto operand = [&](Ring& r, const Array& a, bool wide, std::int64_t key, std::pair<std::int64_t, std::int64_t> at,
-                             std::int64_t x0, std::int64_t xe, std::int64_t y0, std::int64_t ye, std::uint32_t& buf,
-                             isa::TileRef& sub) {
-      if (!wide) {
-        const bool fresh = load(r, key, c_.tile(a.buffer, at.first + x0, xe, at.second + y0, ye), buf);
-        sub = c_.whole(buf);
-        return fresh;
-      }
-      const bool fresh = load(r, key, c_.tile(a.buffer, at.first + x0, xe, 0, a.cols), buf);
-      sub = c_.tile(buf, 0, xe, at.second + y0, ye);
-      return fresh;
+    // One operand's tile of a step: the HBM tile to load (identified by
+    // `key`) and where the step's element tile sits in the loaded buffer.
+    // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
+    // `at` in the view. Wide: whole view rows, the element's columns picked
+    // in VMEM.
+    struct Plan {
+      std::int64_t key = 0;
+      isa::TileRef src;
+      bool wide = false;
+      std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
     };
-    const auto issue_loads = [&](const StepIdx& s) {
-      Cur cur;
+    const auto plan = [&](const Array& a, bool wide, std::int64_t key, std::pair<std::int64_t, std::int64_t> at,
+                          std::int64_t x0, std::int64_t xe, std::int64_t y0, std::int64_t ye) {
+      Plan p;
+      p.key = key;
+      p.wide = wide;
+      p.src = wide ? c_.tile(a.buffer, at.first + x0, xe, 0, a.cols) : c_.tile(a.buffer, at.first + x0, xe, at.second + y0, ye);
+      p.sub_rows = xe;
+      p.sub_col = at.second + y0;
+      p.sub_cols = ye;
+      return p;
+    };
+    std::vector<Plan> lplan, rplan;
+    lplan.reserve(steps.size());
+    rplan.reserve(steps.size());
+    for (const StepIdx& s : steps) {
       const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
       const std::int64_t g = s.b / side;
@@ -372,23 +356,47 @@ class DotLowering {
       // element of group g and every column of the view).
       const std::int64_t lkey = !t_.lw ? (s.b * nm + s.mb) * nk + s.kc : d_.lhs_transposed ? g : g * nm + s.mb;
       const std::int64_t rkey = !t_.rw ? (s.b * nk + s.kc) * nn + s.nb : d_.rhs_transposed ? g * nn + s.nb : g;
-      // lhs canonical [M, K] per element; transposed [K, M].
+      // lhs canonical [M, K] per element, transposed [K, M]; rhs canonical
+      // [K, N], transposed [N, K].
       const auto lat = origin(d_.lhs_batch, s.b, d_.lhs_transposed ? K : M);
-      if (d_.lhs_transposed) {
-        cur.lhs_new = operand(lr, d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me, cur.lhs, cur.lhs_sub);
-      } else {
-        cur.lhs_new = operand(lr, d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke, cur.lhs, cur.lhs_sub);
-      }
-      cur.lhs_slot = loaded_slot_;
-      // rhs canonical [K, N] per element; transposed [N, K].
+      lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
+                                        : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
       const auto rat = origin(d_.rhs_batch, s.b, d_.rhs_transposed ? N : K);
-      if (d_.rhs_transposed) {
-        cur.rhs_new = operand(rr, d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke, cur.rhs, cur.rhs_sub);
-      } else {
-        cur.rhs_new = operand(rr, d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne, cur.rhs, cur.rhs_sub);
+      rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
+                                        : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
+    }
+    // Runs of consecutive steps that share a tile: one load each, into the
+    // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
+    // held run r-1, which is done), so a tile shared by many steps (a wide
+    // one) is fetched behind all of them, not one step ahead.
+    struct Runs {
+      std::vector<std::size_t> run_of, first;
+      std::vector<std::uint32_t> buf;
+      std::size_t issued = 0;
+    };
+    const auto runs_of = [](const std::vector<Plan>& p) {
+      Runs r;
+      for (std::size_t t = 0; t < p.size(); ++t) {
+        if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
+        r.run_of.push_back(r.first.size() - 1);
       }
-      cur.rhs_slot = loaded_slot_;
-      return cur;
+      r.buf.assign(r.first.size(), 0);
+      return r;
+    };
+    Runs lruns = runs_of(lplan), rruns = runs_of(rplan);
+    const auto issue_until = [&](Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
+      for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
+        const std::size_t r = runs.issued;
+        const int slot = static_cast<int>(r % 2);
+        const isa::TileRef& src = p[runs.first[r]].src;
+        runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
+        c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
+      }
+    };
+    // The element tile of step t in its loaded buffer (stored orientation).
+    const auto sub_tile = [&](const Runs& runs, const std::vector<Plan>& p, std::size_t t) {
+      const std::uint32_t buf = runs.buf[runs.run_of[t]];
+      return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
     };
 
     // Output write-back pieces not yet issued (dst in HBM, src staging tile, slot).
@@ -406,35 +414,35 @@ class DotLowering {
         ++out_pending[static_cast<std::size_t>(w.slot)];
       }
     };
-    std::vector<Cur> curs(steps.size());
-    if (!steps.empty()) curs[0] = issue_loads(steps[0]);
+    issue_until(lr, lruns, lplan, 1);
+    issue_until(rr, rruns, rplan, 1);
     c_.wait(res, res_count);
     isa::TileRef lhs_ready, rhs_ready;  // tiles the MXU reads (after transpose/convert)
     std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
     std::uint32_t out_buf = 0;
     int out_slot = 0;
+    // The MXU of a block's first item turns round robin from block to block,
+    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
+    // of them in turn instead of all on MXU 0.
+    std::int64_t rot = 0;
     for (std::size_t t = 0; t < steps.size(); ++t) {
       const StepIdx& s = steps[t];
-      if (t + 1 < steps.size()) curs[t + 1] = issue_loads(steps[t + 1]);
-      const Cur& cur = curs[t];
+      const std::size_t lrun = lruns.run_of[t], rrun = rruns.run_of[t];
+      issue_until(lr, lruns, lplan, lrun + 2);
+      issue_until(rr, rruns, rplan, rrun + 2);
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      if (cur.lhs_new) {
-        c_.wait(lr.sem[cur.lhs_slot], 1);
-        --lr.pending[static_cast<std::size_t>(cur.lhs_slot)];
-      }
-      if (cur.rhs_new) {
-        c_.wait(rr.sem[cur.rhs_slot], 1);
-        --rr.pending[static_cast<std::size_t>(cur.rhs_slot)];
-      }
+      const bool lhs_new = lruns.first[lrun] == t, rhs_new = rruns.first[rrun] == t;
+      if (lhs_new) c_.wait(lr.sem[lrun % 2], 1);
+      if (rhs_new) c_.wait(rr.sem[rrun % 2], 1);
       // A new element tile (a fresh load, or another element's columns of
       // a wide tile) is transposed / converted once.
       const std::int64_t le = (s.b * nm + s.mb) * nk + s.kc, re = (s.b * nk + s.kc) * nn + s.nb;
-      if (cur.lhs_new || le != lhs_elem) {
-        lhs_ready = prepare(cur.lhs_sub, d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+      if (lhs_new || le != lhs_elem) {
+        lhs_ready = prepare(sub_tile(lruns, lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
         lhs_elem = le;
       }
-      if (cur.rhs_new || re != rhs_elem) {
-        rhs_ready = prepare(cur.rhs_sub, d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+      if (rhs_new || re != rhs_elem) {
+        rhs_ready = prepare(sub_tile(rruns, rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
         rhs_elem = re;
       }
       const std::int64_t p = parts(me, ne);
@@ -447,7 +455,7 @@ class DotLowering {
       std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
       for (std::int64_t ns = 0; ns < nsub; ++ns) {
         for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
-          const std::int64_t mx = static_cast<std::int64_t>(items.size()) % nmxu_;
+          const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
           Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
                   per_mxu[static_cast<std::size_t>(mx)] * part_rows};
           ++per_mxu[static_cast<std::size_t>(mx)];
@@ -510,6 +518,7 @@ class DotLowering {
         }
       }
       if (s.kc + 1 == nk) {
+        rot = (rot + static_cast<std::int64_t>(items.size())) % nmxu_;
         for (const Item& it : items) {
           c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
         }
@@ -580,7 +589,6 @@ class DotLowering {
   std::int64_t nmxu_ = 1, R_ = 128, C_ = 128;
   isa::DType lhs_dt_ = isa::DType::kBf16, rhs_dt_ = isa::DType::kBf16;
   Tiling t_;
-  int loaded_slot_ = 0;
   int cores_ = 1;       // TensorCores sharing the HBM while this dot runs
   bool split_ = false;  // this program computes only its core's share
   std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::uint32_t> scratch_;
