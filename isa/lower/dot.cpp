@@ -176,17 +176,29 @@ class DotLowering {
               const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
                                   static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
               // HBM time of the strided tiles: short contiguous runs (a tile
-              // row) waste bursts and channel parallelism; below ~1 KiB per
-              // row the effective bandwidth falls about linearly (measured on
-              // the simulator's HBM model, docs/lowering.md). A wide tile is
-              // whole view rows: one contiguous run.
-              const auto eff = [](double run_bytes) { return std::clamp(run_bytes / 1024.0, 0.05, 1.0); };
+              // row) waste bursts and channel parallelism. Runs of whole view
+              // rows are dense. Rows whose pitch is a multiple of
+              // granularity x channels all start on the same channel, so a
+              // run of b bursts uses b of the channels (memory/hbm_timing.h:
+              // bursts interleave over the channels by address); otherwise,
+              // below ~1 KiB per row the effective bandwidth falls about
+              // linearly (measured on the simulator's HBM model,
+              // docs/lowering.md). A wide tile is whole view rows.
+              const auto eff = [&](double run_bytes, double pitch_bytes) {
+                if (run_bytes >= pitch_bytes) return 1.0;
+                const double g = std::max(1.0, c_.chip.hbm.access_granularity);
+                const double ch = static_cast<double>(std::max<std::int64_t>(1, c_.chip.hbm.channels));
+                if (std::fmod(pitch_bytes, g * ch) == 0) return std::clamp(std::ceil(run_bytes / g) / ch, 0.02, 1.0);
+                return std::clamp(run_bytes / 1024.0, 0.05, 1.0);
+              };
               const double dense = 1e30;
+              const double pitch_l = static_cast<double>(d_.lhs.cols) * bl, pitch_r = static_cast<double>(d_.rhs.cols) * br;
+              const double pitch_o = static_cast<double>(d_.out.cols) * bo;
               const double run_l = lw ? dense : static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
               const double run_r = rw ? dense : static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
               const double run_o = static_cast<double>(tn) * bo;
               const double dma_s =
-                  (lhs_b / (bw * eff(run_l)) + rhs_b / (bw * eff(run_r)) + out_b / (bw * eff(run_o))) * share *
+                  (lhs_b / (bw * eff(run_l, pitch_l)) + rhs_b / (bw * eff(run_r, pitch_r)) + out_b / (bw * eff(run_o, pitch_o))) * share *
                   static_cast<double>(cores_);
               const double step_dma = dma_s / steps + lat;
               const double core_bw = bw / static_cast<double>(cores_);
