@@ -307,12 +307,29 @@ class Parser {
     if (b.cols() > INT32_MAX || b.rows() > (std::int64_t{1} << 40)) {
       return fail(name_tok, "buffer '" + b.name + "' is too large");
     }
-    if (peek().kind == TokKind::kIdent && peek().text == "offset") {
+    bool placed = false;
+    while (peek().kind == TokKind::kIdent && (peek().text == "offset" || peek().text == "view")) {
+      const Token& key = peek();
+      if (placed) return fail(key, "a buffer takes one of offset= and view=, not both");
+      placed = true;
       take();
-      if (!expect(TokKind::kEquals, "'=' after offset")) return false;
-      const Token& off = peek();
-      if (!parse_int(b.offset)) return false;
-      if (b.offset < 0) return fail(off, "offset must be >= 0");
+      if (key.text == "offset") {
+        if (!expect(TokKind::kEquals, "'=' after offset")) return false;
+        const Token& off = peek();
+        if (!parse_int(b.offset)) return false;
+        if (b.offset < 0) return fail(off, "offset must be >= 0");
+      } else {
+        // A second view of an earlier buffer's bytes; the verifier checks
+        // space, dtype and element count.
+        if (!expect(TokKind::kEquals, "'=' after view")) return false;
+        const Token& base = peek();
+        std::string base_name;
+        if (!parse_name(base_name, "the viewed buffer")) return false;
+        b.view_of = prog_.find_buffer(base_name);
+        if (b.view_of == TileRef::kNone) {
+          return fail(base, "unknown buffer '" + base_name + "' (a view names a buffer declared before it)");
+        }
+      }
     }
     if (!end_of_line()) return false;
     prog_.buffers.push_back(std::move(b));

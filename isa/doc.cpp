@@ -61,7 +61,7 @@ std::string isa_reference_markdown() {
   md += "## Program text (`.tasm`)\n\n";
   md += "```\n"
         "# comment\n"
-        ".buffer NAME SPACE DTYPE [d0, d1, ...] [offset=BYTES]\n"
+        ".buffer NAME SPACE DTYPE [d0, d1, ...] [offset=BYTES | view=BUFFER]\n"
         ".semaphore NAME [init=N]\n"
         ".provenance \"hlo-op or fusion name\"\n"
         "MNEMONIC[.SUBOP] key=value ... [@ \"label\"]\n"
@@ -70,6 +70,12 @@ std::string isa_reference_markdown() {
   md += "- A buffer is seen as a 2-D array: rows = product of all but the last dimension, "
         "cols = the last. A **tile** is `buf` (the whole buffer) or `buf[r0:r1, c0:c1]` "
         "(half-open). Tile rows are contiguous; rows are one row pitch apart (strided).\n";
+  md += "- A **view** (`view=BUFFER`) is a second 2-D view of an earlier HBM buffer's bytes: same "
+        "dtype and element count, another shape (so another row pitch), no memory or offset of its "
+        "own. E.g. `.buffer kv hbm bf16 [8, 2048, 32, 128]` is seen as rows of 128 elements; "
+        "`.buffer kv2 hbm bf16 [16384, 4096] view=kv` sees the same bytes as rows of 4096, so "
+        "`kv2[0:2048, 256:384]` is one (b, h) slice. DMAs through a view and through its buffer "
+        "are ordered as if every tile of one overlapped every tile of the other.\n";
   md += "- VMEM tiles must start on the (sublanes x 32/bits, lanes) tiling of the chip's VPU "
         "and end on it or at the buffer's edge.\n";
   md += "- Provenance: `.provenance` labels the following instructions; `@ \"label\"` labels one.\n";

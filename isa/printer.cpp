@@ -100,6 +100,7 @@ std::string print(const Program& p) {
     }
     out += "]";
     if (b.offset >= 0) out += " offset=" + std::to_string(b.offset);
+    if (b.view_of < p.buffers.size()) out += " view=" + p.buffers[b.view_of].name;
     out += "\n";
   }
   for (const Semaphore& s : p.semaphores) {

@@ -46,6 +46,11 @@ std::uint32_t Program::find_semaphore(std::string_view name) const {
   return SemRef::kNone;
 }
 
+std::uint32_t Program::storage(std::uint32_t buffer) const {
+  if (buffer < buffers.size() && buffers[buffer].view_of < buffers.size()) return buffers[buffer].view_of;
+  return buffer;
+}
+
 TileRef Program::whole(std::uint32_t buffer) const {
   TileRef t;
   if (buffer >= buffers.size()) return t;
@@ -59,7 +64,7 @@ TileRef Program::whole(std::uint32_t buffer) const {
 bool same_program(const Program& a, const Program& b) {
   const auto buffers_equal = [](const Buffer& x, const Buffer& y) {
     return x.name == y.name && x.space == y.space && x.dtype == y.dtype && x.shape == y.shape &&
-           x.offset == y.offset;
+           x.offset == y.offset && x.view_of == y.view_of;
   };
   if (a.buffers.size() != b.buffers.size() || a.semaphores.size() != b.semaphores.size() ||
       a.code.size() != b.code.size() || a.replica_groups != b.replica_groups) {

@@ -28,6 +28,10 @@ struct Buffer {
   std::vector<std::int64_t> shape;  // row-major; rank >= 1
   std::int64_t offset = -1;         // byte address in its memory; -1 = placed by the allocator
   SourceLoc loc;
+  // A view: a second 2-D view (another shape, same dtype and element count)
+  // of an earlier HBM buffer's bytes, sharing its placement (no offset, no
+  // memory of its own). Index of that buffer, or TileRef::kNone.
+  std::uint32_t view_of = TileRef::kNone;
 
   // The 2-D view tiles address: rows = product of all but the last dim.
   [[nodiscard]] std::int64_t rows() const;
@@ -80,6 +84,8 @@ struct Program {
   // Lookup by name; TileRef::kNone / SemRef::kNone when absent.
   [[nodiscard]] std::uint32_t find_buffer(std::string_view name) const;
   [[nodiscard]] std::uint32_t find_semaphore(std::string_view name) const;
+  // The buffer whose memory `buffer` addresses (itself unless a view).
+  [[nodiscard]] std::uint32_t storage(std::uint32_t buffer) const;
   // The tile covering a whole buffer.
   [[nodiscard]] TileRef whole(std::uint32_t buffer) const;
   [[nodiscard]] std::string_view provenance(const Instruction& i) const {

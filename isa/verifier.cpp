@@ -20,9 +20,13 @@ constexpr std::size_t kMaxTrace = std::size_t{1} << 22;
 
 std::int64_t ceil_to(std::int64_t v, std::int64_t m) { return m <= 0 ? v : (v + m - 1) / m * m; }
 
-bool overlaps(const TileRef& a, const TileRef& b) {
-  return a.buffer == b.buffer && a.row < b.row + b.rows && b.row < a.row + a.rows &&
-         a.col < b.col + b.cols && b.col < a.col + a.cols;
+bool overlaps(const Program& p, const TileRef& a, const TileRef& b) {
+  if (a.buffer != b.buffer) {
+    // Tiles of two views of the same bytes: rectangles in different 2-D views
+    // do not compare, so any two are taken to overlap (conservative).
+    return a.buffer < p.buffers.size() && b.buffer < p.buffers.size() && p.storage(a.buffer) == p.storage(b.buffer);
+  }
+  return a.row < b.row + b.rows && b.row < a.row + a.rows && a.col < b.col + b.cols && b.col < a.col + a.cols;
 }
 
 // How a tile operand is used.
@@ -83,6 +87,7 @@ class Verifier {
     report_.summary.buffers = p_.buffers.size();
     report_.summary.semaphores = p_.semaphores.size();
     report_.summary.vmem_capacity_bytes = static_cast<std::int64_t>(chip_.core.vmem.capacity);
+    check_views();
     if (!match_repeats()) return std::move(report_);
     for (std::size_t i = 0; i < p_.code.size(); ++i) check_static(i);
     execute();
@@ -122,6 +127,33 @@ class Verifier {
   std::string sem_name(SemRef s) const { return p_.semaphores[s.id].name; }
 
   // ---- structure ----
+  // A view re-shapes an earlier HBM buffer's bytes: same dtype and element
+  // count, no placement of its own, not a view of a view.
+  void check_views() {
+    for (std::size_t v = 0; v < p_.buffers.size(); ++v) {
+      const Buffer& b = p_.buffers[v];
+      if (b.view_of == TileRef::kNone) continue;
+      const auto bad = [&](const std::string& why) {
+        error(VerifyError::kOperand, kNone, b.loc, "view " + b.name + " " + why);
+      };
+      if (b.view_of >= v) {
+        bad("must name a buffer declared before it");
+        continue;
+      }
+      const Buffer& base = p_.buffers[b.view_of];
+      if (base.view_of != TileRef::kNone) bad("views " + base.name + ", itself a view (name its buffer)");
+      if (b.space != MemSpace::kHbm || base.space != MemSpace::kHbm) bad("and the buffer it views must be in hbm");
+      if (b.dtype != base.dtype) {
+        bad("has dtype " + std::string(name(b.dtype)) + " but " + base.name + " is " + std::string(name(base.dtype)));
+      }
+      if (b.elements() != base.elements()) {
+        bad("has " + std::to_string(b.elements()) + " elements but " + base.name + " has " +
+            std::to_string(base.elements()));
+      }
+      if (b.offset >= 0) bad("has an offset (it shares " + base.name + "'s placement)");
+    }
+  }
+
   bool match_repeats() {
     match_.assign(p_.code.size(), kNone);
     outer_.assign(p_.code.size(), {kNone, kNone});
@@ -478,8 +510,8 @@ class Verifier {
     for (const TileUse& u : uses) {
       if (!u.tile->present() || u.tile->buffer >= p_.buffers.size()) continue;
       for (const InFlight& f : inflight_) {
-        const bool raw_or_waw = overlaps(*u.tile, f.dst);
-        const bool war = u.access == Access::kWrite && overlaps(*u.tile, f.src);
+        const bool raw_or_waw = overlaps(p_, *u.tile, f.dst);
+        const bool war = u.access == Access::kWrite && overlaps(p_, *u.tile, f.src);
         if (!raw_or_waw && !war) continue;
         const std::string verb = u.access == Access::kRead ? "reads" : "writes";
         const std::string what = raw_or_waw ? "writes" : "reads";
@@ -625,8 +657,9 @@ class Verifier {
                 if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TileRef>) {
                   if (!field.present() || field.buffer >= nb) return;
                   const auto [lo, hi] = outer_[i].first == kNone ? std::pair{i, i} : outer_[i];
-                  first[field.buffer] = std::min(first[field.buffer], lo);
-                  last[field.buffer] = std::max(last[field.buffer], hi);
+                  const std::uint32_t b = p_.storage(field.buffer);  // a view keeps its storage live
+                  first[b] = std::min(first[b], lo);
+                  last[b] = std::max(last[b], hi);
                 }
               });
             }
@@ -698,7 +731,7 @@ class Verifier {
     std::vector<std::size_t> ids;
     for (std::size_t b = 0; b < p_.buffers.size(); ++b) {
       const Buffer& buffer = p_.buffers[b];
-      if (buffer.space != space) continue;
+      if (buffer.space != space || buffer.view_of != TileRef::kNone) continue;  // a view has no memory of its own
       ids.push_back(b);
       const std::int64_t size = footprint(buffer);
       if (capacity > 0 && buffer.offset >= 0 && buffer.offset + size > capacity) {

@@ -31,7 +31,9 @@ StridedTile strided_tile(const isa::Program& p, const isa::TileRef& t) {
   s.rows = t.rows;
   s.row_bytes = static_cast<Bytes>(isa::dtype_bytes(b.dtype, t.cols));
   s.stride_bytes = static_cast<Bytes>(b.row_pitch_bytes());
-  s.offset = static_cast<Bytes>(std::max<std::int64_t>(b.offset, 0)) +
+  // A view addresses its storage buffer's bytes through its own row pitch.
+  const std::int64_t base = p.buffers[p.storage(t.buffer)].offset;
+  s.offset = static_cast<Bytes>(std::max<std::int64_t>(base, 0)) +
              static_cast<Bytes>(t.row) * s.stride_bytes +
              static_cast<Bytes>(isa::dtype_bytes(b.dtype, t.col));
   if (t.cols == b.cols()) s.stride_bytes = s.row_bytes;  // whole rows: one contiguous run

@@ -33,13 +33,14 @@ std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   constexpr std::int64_t kAlign = 4096;
   std::int64_t next[3] = {0, 0, 0};
   for (const auto& b : p.buffers) {
+    if (b.view_of != isa::TileRef::kNone) continue;  // placed with the buffer it views
     if (b.offset >= 0) {
       auto& n = next[static_cast<int>(b.space)];
       n = std::max(n, b.offset + b.bytes());
     }
   }
   for (auto& b : p.buffers) {
-    if (b.offset >= 0) continue;
+    if (b.offset >= 0 || b.view_of != isa::TileRef::kNone) continue;
     auto& n = next[static_cast<int>(b.space)];
     n = (n + kAlign - 1) / kAlign * kAlign;
     b.offset = n;

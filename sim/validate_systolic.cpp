@@ -41,8 +41,8 @@ isa::Program systolic_program(const SystolicCase& c) {
   isa::Program p;
   p.file = fmt::format("systolic {}x{}x{} on {}x{} {}", c.m, c.k, c.n, c.rows, c.cols, c.dataflow);
   // The stationary operand (Sr x Sc) and the streamed one (T x Sr), bf16 in VMEM.
-  p.buffers.push_back(isa::Buffer{"stationary", isa::MemSpace::kVmem, isa::DType::kBf16, {f.sr, f.sc}, -1, {}});
-  p.buffers.push_back(isa::Buffer{"stream", isa::MemSpace::kVmem, isa::DType::kBf16, {f.t, f.sr}, -1, {}});
+  p.buffers.push_back(isa::Buffer{"stationary", isa::MemSpace::kVmem, isa::DType::kBf16, {f.sr, f.sc}, -1, {}, isa::TileRef::kNone});
+  p.buffers.push_back(isa::Buffer{"stream", isa::MemSpace::kVmem, isa::DType::kBf16, {f.t, f.sr}, -1, {}, isa::TileRef::kNone});
   const std::uint32_t label = p.strings.intern(fmt::format("gemm_{}x{}x{}", c.m, c.k, c.n));
   for (std::int64_t i = 0; i < f.row_folds; ++i) {
     const std::int64_t r0 = i * c.rows, r1 = std::min(f.sr, r0 + c.rows);

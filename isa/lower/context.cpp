@@ -77,6 +77,22 @@ Array Ctx::hbm_array(std::string_view name, const hlo::Shape& s) {
   return a;
 }
 
+Array Ctx::view(const Array& a, std::int64_t rows, std::int64_t cols) {
+  if (a.rows == rows && a.cols == cols) return a;
+  Array v = a;
+  v.rows = rows;
+  v.cols = cols;
+  v.buffer = static_cast<std::uint32_t>(prog.buffers.size());
+  isa::Buffer b;
+  b.name = unique(prog.buffers[prog.storage(a.buffer)].name + ".view");
+  b.space = isa::MemSpace::kHbm;
+  b.dtype = a.dtype;
+  b.shape = {rows, cols};
+  b.view_of = prog.storage(a.buffer);
+  prog.buffers.push_back(std::move(b));
+  return v;
+}
+
 Value Ctx::hbm_value(std::string_view name, const hlo::Shape& s) {
   Value v;
   if (s.is_tuple()) {

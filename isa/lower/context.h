@@ -68,6 +68,9 @@ class Ctx {
   // ---- buffers ----
   Array hbm_array(std::string_view name, const hlo::Shape& array_shape);
   Value hbm_value(std::string_view name, const hlo::Shape& shape);
+  // The same bytes as `a` seen as rows x cols: `a` itself when that is its
+  // view already, else an HBM view buffer (docs/isa.md) of a's buffer.
+  Array view(const Array& a, std::int64_t rows, std::int64_t cols);
   // A VMEM buffer at a fixed offset in the current section's arena. Sections
   // drain all their DMAs before the next begins, so arenas may overlap.
   std::uint32_t vmem(std::string_view name, isa::DType d, std::int64_t rows, std::int64_t cols);
@@ -124,11 +127,23 @@ struct StreamKernel {
 void lower_stream(Ctx& ctx, const StreamKernel& k);
 
 // ---- MXU programs (dot.cpp) ----
+// A batch dim of a dot operand read in place (dot_layout.h): batch element
+// b's tile starts at sum over dims of index · (row_stride, col_stride) of the
+// operand's 2-D view (indices in the dot's batch order, row-major).
+struct BatchDim {
+  std::int64_t size = 1, row_stride = 0, col_stride = 0;
+};
 struct DotSpec {
   std::int64_t batch = 1, m = 1, k = 1, n = 1;
   Array lhs, rhs, out;          // HBM arrays in canonical views
   bool lhs_transposed = false;  // lhs view is [B*K, M] instead of [B*M, K]
   bool rhs_transposed = false;  // rhs view is [B*N, K] instead of [B*K, N]
+  // Where each batch element's tile starts (empty: batch-leading, element b
+  // at row b times the tile's rows), and how many consecutive batch elements
+  // share the rows of the view (their tiles side by side: one DMA of whole
+  // view rows can load them all).
+  std::vector<BatchDim> lhs_batch, rhs_batch;
+  std::int64_t lhs_side = 1, rhs_side = 1;
   int epilogue_vpu_ops = 0;     // elementwise ops applied to each output tile
   std::vector<Array> epilogue_inputs;  // extra operands read once per output tile
   std::string name;

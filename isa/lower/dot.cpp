@@ -20,6 +20,11 @@ struct Tiling {
   std::int64_t tm = 0, tn = 0, tk = 0;
   double time_s = 0;
   double hbm_bytes = 0;
+  // Wide loads: one DMA of whole view rows brings the tiles of all the batch
+  // elements side by side (DotSpec::lhs_side / rhs_side); the MXU reads each
+  // element's columns from VMEM. The output blocks then run with those
+  // elements innermost, so consecutive blocks share the wide tile.
+  bool lw = false, rw = false;
 };
 
 std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t base) {
@@ -49,6 +54,9 @@ class DotLowering {
     if (d_.batch > 1) {
       DotSpec one = d_;
       one.batch = 1;
+      one.lhs_batch.clear();
+      one.rhs_batch.clear();
+      one.lhs_side = one.rhs_side = 1;
       DotLowering single(c_, one);
       single.split_ = false;  // megacore: the cores split the batch instead
       single.t_ = single.choose();
@@ -68,8 +76,8 @@ class DotLowering {
     c_.report.tilings.push_back(d_.name + ": B=" + std::to_string(d_.batch) + " M=" + std::to_string(d_.m) +
                                 " K=" + std::to_string(d_.k) + " N=" + std::to_string(d_.n) +
                                 " tm=" + std::to_string(t_.tm) + " tn=" + std::to_string(t_.tn) +
-                                " tk=" + std::to_string(t_.tk) +
-                                " hbm_bytes=" + std::to_string(static_cast<std::int64_t>(t_.hbm_bytes)));
+ " tk=" + std::to_string(t_.tk) +
+                                (t_.lw ? " wide=lhs" : "") + (t_.rw ? " wide=rhs" : "") + " hbm_bytes=" + std::to_string(static_cast<std::int64_t>(t_.hbm_bytes)));
     emit();
   }
 
@@ -85,6 +93,22 @@ class DotLowering {
     const std::int64_t ns = ceil_div(tn, C_);
     if (ns >= nmxu_) return 1;
     return std::max<std::int64_t>(1, std::min(nmxu_ / ns, ceil_div(tm, 64)));
+  }
+
+  // Whether an operand can be loaded wide: elements side by side, each
+  // element's columns lane-aligned in VMEM, and (when its view rows are K
+  // rows) all of K in one tile, since the wide tile then covers every k.
+  bool wide_ok(bool lhs, std::int64_t t_free, std::int64_t tk, std::int64_t nk) const {
+    const std::int64_t side = lhs ? d_.lhs_side : d_.rhs_side;
+    if (side <= 1) return false;
+    const bool transposed = lhs ? d_.lhs_transposed : d_.rhs_transposed;
+    const bool k_rows = lhs ? transposed : !transposed;  // the view's rows are K
+    if (k_rows && nk != 1) return false;
+    const std::int64_t free_extent = lhs ? d_.m : d_.n;
+    const std::int64_t y = k_rows ? free_extent : d_.k;  // an element's columns
+    const std::int64_t chunk = k_rows ? t_free : tk;     // the columns one step reads
+    const std::int64_t lanes = c_.lanes();
+    return y % lanes == 0 && (chunk % lanes == 0 || chunk == y);
   }
 
   Tiling choose() const {
@@ -104,55 +128,94 @@ class DotLowering {
     for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, 64)) {
       for (const std::int64_t tn : o.dot_tile_n > 0 ? std::vector<std::int64_t>{std::min(N, o.dot_tile_n)} : candidates(N, C_)) {
         for (const std::int64_t tk : o.dot_tile_k > 0 ? std::vector<std::int64_t>{std::min(K, o.dot_tile_k)} : candidates(K, R_)) {
-          const std::int64_t lhs_fp = d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tk, tm) * 2
-                                                        : c_.vmem_footprint(d_.lhs.dtype, tm, tk);
-          const std::int64_t rhs_fp = d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tn, tk) * 2
-                                                        : c_.vmem_footprint(d_.rhs.dtype, tk, tn);
-          const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
-          if (vm > budget && !(tm == 64 || tm == M)) continue;
-          if (vm > budget) continue;
           const std::int64_t nm = ceil_div(M, tm), nn = ceil_div(N, tn), nk = ceil_div(K, tk);
-          const double lhs_b = static_cast<double>(B * M * K) * bl * (nk == 1 ? 1.0 : static_cast<double>(nn));
-          const double rhs_b = static_cast<double>(B * K * N) * br * ((nn == 1 && nk == 1) ? 1.0 : static_cast<double>(nm));
-          const double out_b = static_cast<double>(B * M * N) * bo;
-          const double bytes = lhs_b + rhs_b + out_b;
-          const std::int64_t p = parts(tm, tn);
-          const std::int64_t items = ceil_div(tn, C_) * p;
-          const std::int64_t per_mxu = ceil_div(items, nmxu_);
-          const double part_rows = static_cast<double>(ceil_div(tm, p));
-          const double step_mxu = static_cast<double>(ceil_div(tk, R_) * per_mxu) *
-                                  std::max(part_rows / rate, load) / clock;
-          // Megacore: this core computes its share of the output blocks
-          // while the other cores stream theirs through the same HBM.
-          const std::int64_t blocks = B * nm * nn;
-          const std::int64_t my_blocks = split_ ? ceil_div(blocks, cores_) : blocks;
-          const double share = static_cast<double>(my_blocks) / static_cast<double>(blocks);
-          const double steps = static_cast<double>(my_blocks * nk);
-          const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
-                              static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
-          // HBM time of the strided tiles: short contiguous runs (a tile row)
-          // waste bursts and channel parallelism; below ~1 KiB per row the
-          // effective bandwidth falls about linearly (measured on the
-          // simulator's HBM model, docs/lowering.md).
-          const auto eff = [](double run_bytes) { return std::clamp(run_bytes / 1024.0, 0.05, 1.0); };
-          const double run_l = static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
-          const double run_r = static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
-          const double run_o = static_cast<double>(tn) * bo;
-          const double dma_s = (lhs_b / (bw * eff(run_l)) + rhs_b / (bw * eff(run_r)) + out_b / (bw * eff(run_o))) *
-                               share * static_cast<double>(cores_);
-          const double step_dma = dma_s / steps + lat;
-          const double core_bw = bw / static_cast<double>(cores_);
-          const double first = (static_cast<double>(tm * tk) * bl + static_cast<double>(tk * tn) * br) / core_bw + lat;
-          const double last =
-              static_cast<double>(tm * tn) * bo / core_bw + static_cast<double>(tm + R_ + C_) / clock + lat;
-          const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
-          // Program size matters too (the issue asks for programs of at most
-          // a few million instructions): a mild penalty per instruction.
-          const double instrs = steps * static_cast<double>(ceil_div(tk, R_) * items * 2 + 6);
-          const double time = (steps * std::max({step_mxu, step_dma, issue}) + pops + first + last) *
-                              (1.0 + instrs / 4e6);
-          if (time < best.time_s * (1 - 1e-9)) {
-            best = Tiling{tm, tn, tk, time, bytes};
+          for (const bool lw : {false, true}) {
+            if (lw && !wide_ok(true, tm, tk, nk)) continue;
+            for (const bool rw : {false, true}) {
+              if (rw && !wide_ok(false, tn, tk, nk)) continue;
+              if (lw && rw && d_.lhs_side != d_.rhs_side) continue;
+              const bool inner = lw || rw;  // blocks with the side-by-side elements innermost
+              // Raw tiles as loaded (rows x cols of the operand's view), plus
+              // the transposed copy the MXU reads.
+              const std::int64_t lr = d_.lhs_transposed ? (lw ? K : tk) : tm;
+              const std::int64_t lc = lw ? d_.lhs_side * (d_.lhs_transposed ? M : K) : (d_.lhs_transposed ? tm : tk);
+              const std::int64_t rr = d_.rhs_transposed ? tn : (rw ? K : tk);
+              const std::int64_t rc = rw ? d_.rhs_side * (d_.rhs_transposed ? K : N) : (d_.rhs_transposed ? tk : tn);
+              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, lr, lc) +
+                                          (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
+              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, rr, rc) +
+                                          (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
+              const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
+              if (vm > budget) continue;
+              // Times each operand byte is read (output-stationary over k):
+              // a tile is reloaded whenever the next step needs another one.
+              const double lhs_f = lw ? 1.0 : static_cast<double>((inner || nk > 1) ? nn : 1);
+              const double rhs_f = rw ? static_cast<double>(d_.rhs_transposed && nn > 1 ? nm : 1)
+                                      : static_cast<double>((inner || nn > 1 || nk > 1) ? nm : 1);
+              const double lhs_b = static_cast<double>(B * M * K) * bl * lhs_f;
+              const double rhs_b = static_cast<double>(B * K * N) * br * rhs_f;
+              const double out_b = static_cast<double>(B * M * N) * bo;
+              const double bytes = lhs_b + rhs_b + out_b;
+              const std::int64_t p = parts(tm, tn);
+              const std::int64_t items = ceil_div(tn, C_) * p;
+              const std::int64_t per_mxu = ceil_div(items, nmxu_);
+              const double part_rows = static_cast<double>(ceil_div(tm, p));
+              // Blocks turn round robin over the MXUs: with many blocks each
+              // MXU takes items / MXUs of every block's work on average.
+              const std::int64_t nblocks = B * nm * nn;
+              const double per_mxu_avg = nblocks * items >= nmxu_ ? static_cast<double>(items) / static_cast<double>(nmxu_)
+                                                                  : static_cast<double>(per_mxu);
+              const double step_mxu = static_cast<double>(ceil_div(tk, R_)) * per_mxu_avg *
+                                      std::max(part_rows / rate, load) / clock;
+              // Megacore: this core computes its share of the output blocks
+              // while the other cores stream theirs through the same HBM.
+              const std::int64_t blocks = B * nm * nn;
+              const std::int64_t my_blocks = split_ ? ceil_div(blocks, cores_) : blocks;
+              const double share = static_cast<double>(my_blocks) / static_cast<double>(blocks);
+              const double steps = static_cast<double>(my_blocks * nk);
+              const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
+                                  static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
+              // HBM time of the strided tiles: short contiguous runs (a tile
+              // row) waste bursts and channel parallelism. Runs of whole view
+              // rows are dense. Rows whose pitch is a multiple of
+              // granularity x channels all start on the same channel, so a
+              // run of b bursts uses b of the channels (memory/hbm_timing.h:
+              // bursts interleave over the channels by address); otherwise,
+              // below ~1 KiB per row the effective bandwidth falls about
+              // linearly (measured on the simulator's HBM model,
+              // docs/lowering.md). A wide tile is whole view rows.
+              const auto eff = [&](double run_bytes, double pitch_bytes) {
+                if (run_bytes >= pitch_bytes) return 1.0;
+                const double g = std::max(1.0, c_.chip.hbm.access_granularity);
+                const double ch = static_cast<double>(std::max<std::int64_t>(1, c_.chip.hbm.channels));
+                if (std::fmod(pitch_bytes, g * ch) == 0) return std::clamp(std::ceil(run_bytes / g) / ch, 0.02, 1.0);
+                return std::clamp(run_bytes / 1024.0, 0.05, 1.0);
+              };
+              const double dense = 1e30;
+              const double pitch_l = static_cast<double>(d_.lhs.cols) * bl, pitch_r = static_cast<double>(d_.rhs.cols) * br;
+              const double pitch_o = static_cast<double>(d_.out.cols) * bo;
+              const double run_l = lw ? dense : static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
+              const double run_r = rw ? dense : static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
+              const double run_o = static_cast<double>(tn) * bo;
+              const double dma_s =
+                  (lhs_b / (bw * eff(run_l, pitch_l)) + rhs_b / (bw * eff(run_r, pitch_r)) + out_b / (bw * eff(run_o, pitch_o))) * share *
+                  static_cast<double>(cores_);
+              const double step_dma = dma_s / steps + lat;
+              const double core_bw = bw / static_cast<double>(cores_);
+              const double first =
+                  (static_cast<double>(lr * lc) * bl + static_cast<double>(rr * rc) * br) / core_bw + lat;
+              const double last =
+                  static_cast<double>(tm * tn) * bo / core_bw + static_cast<double>(tm + R_ + C_) / clock + lat;
+              const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
+              // Program size matters too (the issue asks for programs of at
+              // most a few million instructions): a mild penalty per instruction.
+              const double instrs = steps * static_cast<double>(ceil_div(tk, R_) * items * 2 + 6);
+              const double time = (steps * std::max({step_mxu, step_dma, issue}) + pops + first + last) *
+                                  (1.0 + instrs / 4e6);
+              if (time < best.time_s * (1 - 1e-9)) {
+                best = Tiling{tm, tn, tk, time, bytes, lw, rw};
+              }
+            }
           }
         }
       }
@@ -168,10 +231,7 @@ class DotLowering {
     std::string name;
     isa::DType dtype;
     std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
-    int next = 0;
-    std::int64_t last_key = -1;
     isa::SemRef sem[2];
-    std::array<std::int64_t, 2> pending{0, 0};
   };
   std::uint32_t ring_buffer(Ring& r, std::int64_t rows, std::int64_t cols, int slot) {
     auto it = r.bufs.find({rows, cols});
@@ -194,43 +254,52 @@ class DotLowering {
     std::int64_t b, mb, nb, kc;
   };
 
-  // Loads (if needed) the operand tile of step s; returns whether it loaded.
-  bool load(Ring& r, const Array& a, bool transposed, std::int64_t key, std::int64_t row0, std::int64_t rows,
-            std::int64_t col0, std::int64_t cols, std::uint32_t& buffer_out) {
-    if (key == r.last_key) return false;
-    r.last_key = key;
-    const int slot = r.next;
-    r.next ^= 1;
-    const std::int64_t vr = transposed ? cols : rows, vc = transposed ? rows : cols;
-    (void)vr;
-    (void)vc;
-    // The HBM tile in the operand's stored view.
-    const isa::TileRef src = transposed ? c_.tile(a.buffer, row0, cols, col0, rows) : c_.tile(a.buffer, row0, rows, col0, cols);
-    const std::uint32_t buf = ring_buffer(r, src.rows, src.cols, slot);
-    c_.dma(c_.whole(buf), src, r.sem[slot]);
-    ++r.pending[static_cast<std::size_t>(slot)];
-    buffer_out = buf;
-    loaded_slot_ = slot;
-    return true;
+  // Where batch element b's tile starts in an operand's view (its tile has
+  // `tile_rows` rows when the operand is batch-leading).
+  static std::pair<std::int64_t, std::int64_t> origin(const std::vector<BatchDim>& dims, std::int64_t b,
+                                                      std::int64_t tile_rows) {
+    if (dims.empty()) return {b * tile_rows, 0};
+    std::int64_t r = 0, c = 0;
+    for (std::size_t i = dims.size(); i > 0; --i) {
+      const BatchDim& d = dims[i - 1];
+      const std::int64_t size = std::max<std::int64_t>(1, d.size);
+      r += b % size * d.row_stride;
+      c += b % size * d.col_stride;
+      b /= size;
+    }
+    return {r, c};
   }
 
   void emit() {
     const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
     const std::int64_t nm = ceil_div(M, t_.tm), nn = ceil_div(N, t_.tn), nk = ceil_div(K, t_.tk);
     // Megacore: this core's contiguous share of the output blocks (in
-    // b, mb, nb order, so a core keeps the lhs reuse across nb).
+    // b, mb, nb order, so a core keeps the lhs reuse across nb; with wide
+    // loads g, mb, nb, j for batch element b = g·S + j, so consecutive
+    // blocks share the wide tile).
     const auto [first_block, last_block] =
         split_ ? c_.core_share(B * nm * nn) : std::pair<std::int64_t, std::int64_t>{0, B * nm * nn};
     if (last_block <= first_block) return;  // more cores than output blocks: nothing for this one
+    const std::int64_t side = t_.lw ? d_.lhs_side : t_.rw ? d_.rhs_side : 1;
     std::vector<StepIdx> steps;
     steps.reserve(static_cast<std::size_t>((last_block - first_block) * nk));
     for (std::int64_t ob = first_block; ob < last_block; ++ob) {
-      const std::int64_t b = ob / (nm * nn), mb = ob / nn % nm, nb = ob % nn;
+      std::int64_t b = 0, mb = 0, nb = 0;
+      if (side > 1) {
+        const std::int64_t g = ob / (nm * nn * side), j = ob % side;
+        b = g * side + j;
+        mb = ob / (nn * side) % nm;
+        nb = ob / side % nn;
+      } else {
+        b = ob / (nm * nn);
+        mb = ob / nn % nm;
+        nb = ob % nn;
+      }
       for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
     }
 
-    Ring lr{"lhs", d_.lhs.dtype, {}, 0, -1, {c_.sem("lhs0"), c_.sem("lhs1")}, {0, 0}};
-    Ring rr{"rhs", d_.rhs.dtype, {}, 0, -1, {c_.sem("rhs0"), c_.sem("rhs1")}, {0, 0}};
+    Ring lr{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
+    Ring rr{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
     const isa::SemRef out_sem[2] = {c_.sem("out0"), c_.sem("out1")};
     const isa::SemRef res = c_.sem("res");
     std::array<std::int64_t, 2> out_pending{0, 0};
@@ -263,34 +332,83 @@ class DotLowering {
     std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
     const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
 
-    struct Cur {
-      std::uint32_t lhs = 0, rhs = 0;
-      bool lhs_new = false, rhs_new = false;
-      int lhs_slot = 0, rhs_slot = 0;
-    };
     const auto extent = [](std::int64_t idx, std::int64_t t, std::int64_t full) {
       return std::min(t, full - idx * t);
     };
-    const auto issue_loads = [&](const StepIdx& s) {
-      Cur cur;
+    // One operand's tile of a step: the HBM tile to load (identified by
+    // `key`) and where the step's element tile sits in the loaded buffer.
+    // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
+    // `at` in the view. Wide: whole view rows, the element's columns picked
+    // in VMEM.
+    struct Plan {
+      std::int64_t key = 0;
+      isa::TileRef src;
+      bool wide = false;
+      std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
+    };
+    const auto plan = [&](const Array& a, bool wide, std::int64_t key, std::pair<std::int64_t, std::int64_t> at,
+                          std::int64_t x0, std::int64_t xe, std::int64_t y0, std::int64_t ye) {
+      Plan p;
+      p.key = key;
+      p.wide = wide;
+      p.src = wide ? c_.tile(a.buffer, at.first + x0, xe, 0, a.cols) : c_.tile(a.buffer, at.first + x0, xe, at.second + y0, ye);
+      p.sub_rows = xe;
+      p.sub_col = at.second + y0;
+      p.sub_cols = ye;
+      return p;
+    };
+    std::vector<Plan> lplan, rplan;
+    lplan.reserve(steps.size());
+    rplan.reserve(steps.size());
+    for (const StepIdx& s : steps) {
       const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      const std::int64_t lkey = (s.b * nm + s.mb) * nk + s.kc;
-      const std::int64_t rkey = (s.b * nk + s.kc) * nn + s.nb;
-      // lhs canonical [B*M, K]: rows b*M+m0, cols k0. Transposed [B*K, M]: rows b*K+k0, cols m0.
-      if (d_.lhs_transposed) {
-        cur.lhs_new = load(lr, d_.lhs, true, lkey, s.b * K + k0, me, m0, ke, cur.lhs);
-      } else {
-        cur.lhs_new = load(lr, d_.lhs, false, lkey, s.b * M + m0, me, k0, ke, cur.lhs);
+      const std::int64_t g = s.b / side;
+      // Tile identities: per element, or per wide tile (which spans every
+      // element of group g and every column of the view).
+      const std::int64_t lkey = !t_.lw ? (s.b * nm + s.mb) * nk + s.kc : d_.lhs_transposed ? g : g * nm + s.mb;
+      const std::int64_t rkey = !t_.rw ? (s.b * nk + s.kc) * nn + s.nb : d_.rhs_transposed ? g * nn + s.nb : g;
+      // lhs canonical [M, K] per element, transposed [K, M]; rhs canonical
+      // [K, N], transposed [N, K].
+      const auto lat = origin(d_.lhs_batch, s.b, d_.lhs_transposed ? K : M);
+      lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
+                                        : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
+      const auto rat = origin(d_.rhs_batch, s.b, d_.rhs_transposed ? N : K);
+      rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
+                                        : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
+    }
+    // Runs of consecutive steps that share a tile: one load each, into the
+    // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
+    // held run r-1, which is done), so a tile shared by many steps (a wide
+    // one) is fetched behind all of them, not one step ahead.
+    struct Runs {
+      std::vector<std::size_t> run_of, first;
+      std::vector<std::uint32_t> buf;
+      std::size_t issued = 0;
+    };
+    const auto runs_of = [](const std::vector<Plan>& p) {
+      Runs r;
+      for (std::size_t t = 0; t < p.size(); ++t) {
+        if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
+        r.run_of.push_back(r.first.size() - 1);
       }
-      cur.lhs_slot = loaded_slot_;
-      if (d_.rhs_transposed) {
-        cur.rhs_new = load(rr, d_.rhs, true, rkey, s.b * N + n0, ke, k0, ne, cur.rhs);
-      } else {
-        cur.rhs_new = load(rr, d_.rhs, false, rkey, s.b * K + k0, ke, n0, ne, cur.rhs);
+      r.buf.assign(r.first.size(), 0);
+      return r;
+    };
+    Runs lruns = runs_of(lplan), rruns = runs_of(rplan);
+    const auto issue_until = [&](Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
+      for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
+        const std::size_t r = runs.issued;
+        const int slot = static_cast<int>(r % 2);
+        const isa::TileRef& src = p[runs.first[r]].src;
+        runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
+        c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
       }
-      cur.rhs_slot = loaded_slot_;
-      return cur;
+    };
+    // The element tile of step t in its loaded buffer (stored orientation).
+    const auto sub_tile = [&](const Runs& runs, const std::vector<Plan>& p, std::size_t t) {
+      const std::uint32_t buf = runs.buf[runs.run_of[t]];
+      return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
     };
 
     // Output write-back pieces not yet issued (dst in HBM, src staging tile, slot).
@@ -308,26 +426,36 @@ class DotLowering {
         ++out_pending[static_cast<std::size_t>(w.slot)];
       }
     };
-    std::vector<Cur> curs(steps.size());
-    if (!steps.empty()) curs[0] = issue_loads(steps[0]);
+    issue_until(lr, lruns, lplan, 1);
+    issue_until(rr, rruns, rplan, 1);
     c_.wait(res, res_count);
-    std::uint32_t lhs_ready = 0, rhs_ready = 0;  // buffers the MXU reads (after transpose/convert)
+    isa::TileRef lhs_ready, rhs_ready;  // tiles the MXU reads (after transpose/convert)
+    std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
     std::uint32_t out_buf = 0;
     int out_slot = 0;
+    // The MXU of a block's first item turns round robin from block to block,
+    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
+    // of them in turn instead of all on MXU 0.
+    std::int64_t rot = 0;
     for (std::size_t t = 0; t < steps.size(); ++t) {
       const StepIdx& s = steps[t];
-      if (t + 1 < steps.size()) curs[t + 1] = issue_loads(steps[t + 1]);
-      const Cur& cur = curs[t];
+      const std::size_t lrun = lruns.run_of[t], rrun = rruns.run_of[t];
+      issue_until(lr, lruns, lplan, lrun + 2);
+      issue_until(rr, rruns, rplan, rrun + 2);
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      if (cur.lhs_new) {
-        c_.wait(lr.sem[cur.lhs_slot], 1);
-        --lr.pending[static_cast<std::size_t>(cur.lhs_slot)];
-        lhs_ready = prepare(cur.lhs, d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+      const bool lhs_new = lruns.first[lrun] == t, rhs_new = rruns.first[rrun] == t;
+      if (lhs_new) c_.wait(lr.sem[lrun % 2], 1);
+      if (rhs_new) c_.wait(rr.sem[rrun % 2], 1);
+      // A new element tile (a fresh load, or another element's columns of
+      // a wide tile) is transposed / converted once.
+      const std::int64_t le = (s.b * nm + s.mb) * nk + s.kc, re = (s.b * nk + s.kc) * nn + s.nb;
+      if (lhs_new || le != lhs_elem) {
+        lhs_ready = prepare(sub_tile(lruns, lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+        lhs_elem = le;
       }
-      if (cur.rhs_new) {
-        c_.wait(rr.sem[cur.rhs_slot], 1);
-        --rr.pending[static_cast<std::size_t>(cur.rhs_slot)];
-        rhs_ready = prepare(cur.rhs, d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+      if (rhs_new || re != rhs_elem) {
+        rhs_ready = prepare(sub_tile(rruns, rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+        rhs_elem = re;
       }
       const std::int64_t p = parts(me, ne);
       const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), 64));
@@ -339,7 +467,7 @@ class DotLowering {
       std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
       for (std::int64_t ns = 0; ns < nsub; ++ns) {
         for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
-          const std::int64_t mx = static_cast<std::int64_t>(items.size()) % nmxu_;
+          const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
           Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
                   per_mxu[static_cast<std::size_t>(mx)] * part_rows};
           ++per_mxu[static_cast<std::size_t>(mx)];
@@ -393,12 +521,16 @@ class DotLowering {
       for (std::int64_t ks = 0; ks < ksubs; ++ks) {
         const std::int64_t kr = std::min(R_, ke - ks * R_);
         for (const Item& it : items) {
-          c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(rhs_ready, ks * R_, kr, it.c0, it.cols)});
-          c_.emit(isa::MxuMatmul{it.mxu, c_.tile(lhs_ready, it.r0, it.rows, ks * R_, kr), it.acc,
+          c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(rhs_ready.buffer, rhs_ready.row + ks * R_, kr,
+                                                      rhs_ready.col + it.c0, it.cols)});
+          c_.emit(isa::MxuMatmul{it.mxu, c_.tile(lhs_ready.buffer, lhs_ready.row + it.r0, it.rows,
+                                                 lhs_ready.col + ks * R_, kr),
+                                 it.acc,
                                  (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
         }
       }
       if (s.kc + 1 == nk) {
+        rot = (rot + static_cast<std::int64_t>(items.size())) % nmxu_;
         for (const Item& it : items) {
           c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
         }
@@ -443,23 +575,23 @@ class DotLowering {
 
   // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the
   // rows x cols tile in the dtype the MXU reads. Returns the buffer to read.
-  std::uint32_t prepare(std::uint32_t raw, bool transposed, isa::DType mxu_dt, const std::string& name,
-                        std::int64_t rows, std::int64_t cols) {
-    std::uint32_t cur = raw;
-    const isa::DType raw_dt = c_.prog.buffers[raw].dtype;
+  isa::TileRef prepare(const isa::TileRef& raw, bool transposed, isa::DType mxu_dt, const std::string& name,
+                       std::int64_t rows, std::int64_t cols) {
+    isa::TileRef cur = raw;
+    const isa::DType raw_dt = c_.prog.buffers[raw.buffer].dtype;
     if (transposed) {
       const std::uint32_t t = scratch(name, raw_dt, rows, cols);
-      c_.emit(isa::XluTranspose{c_.whole(t), c_.whole(cur)});
-      cur = t;
+      c_.emit(isa::XluTranspose{c_.whole(t), cur});
+      cur = c_.whole(t);
     }
     if (raw_dt != mxu_dt) {
       const std::uint32_t v = scratch(name + ".cvt", mxu_dt, rows, cols);
       isa::VpuElementwise e;
       e.op = isa::VpuOp::kConvert;
       e.dst = c_.whole(v);
-      e.a = c_.whole(cur);
+      e.a = cur;
       c_.emit(e);
-      cur = v;
+      cur = c_.whole(v);
     }
     return cur;
   }
@@ -469,7 +601,6 @@ class DotLowering {
   std::int64_t nmxu_ = 1, R_ = 128, C_ = 128;
   isa::DType lhs_dt_ = isa::DType::kBf16, rhs_dt_ = isa::DType::kBf16;
   Tiling t_;
-  int loaded_slot_ = 0;
   int cores_ = 1;       // TensorCores sharing the HBM while this dot runs
   bool split_ = false;  // this program computes only its core's share
   std::map<std::tuple<std::string, std::int64_t, std::int64_t>, std::uint32_t> scratch_;

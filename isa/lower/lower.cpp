@@ -9,6 +9,7 @@
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/while_loop.h"
 #include "isa/lower/context.h"
+#include "isa/lower/dot_layout.h"
 #include "isa/lower/fusion.h"
 
 namespace tpusim::lower {
@@ -35,13 +36,6 @@ std::int64_t product(const hlo::Shape& s, const std::vector<std::int64_t>& dims)
     if (d >= 0 && d < s.rank()) p *= std::max<std::int64_t>(1, s.dim(static_cast<int>(d)));
   }
   return p;
-}
-
-bool is_range(const std::vector<std::int64_t>& v, std::int64_t from) {
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (v[i] != from + static_cast<std::int64_t>(i)) return false;
-  }
-  return true;
 }
 
 std::vector<std::int64_t> free_dims(int rank, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
@@ -250,14 +244,6 @@ class Lowerer {
       spec.m = product(ls, lf);
       spec.k = product(ls, lc);
       spec.n = product(rs, rf);
-      const auto nb = static_cast<std::int64_t>(lb.size());
-      const bool lhs_canon = is_range(lb, 0) && is_range(lf, nb) && lc.size() == 1 &&
-                             lc[0] == ls.rank() - 1;
-      const bool lhs_t = is_range(lb, 0) && lc.size() == 1 && lc[0] == nb && lf.size() == 1 && lf[0] == nb + 1;
-      const bool rhs_canon = is_range(rb, 0) && rc.size() == 1 && rc[0] == static_cast<std::int64_t>(rb.size()) &&
-                             rf.size() == 1 && rf[0] == rs.rank() - 1;
-      const bool rhs_t = is_range(rb, 0) && is_range(rf, static_cast<std::int64_t>(rb.size())) && rc.size() == 1 &&
-                         rc[0] == rs.rank() - 1;
       auto la = trace(d.operand(0));
       auto ra = trace(d.operand(1));
       const auto get = [&](std::optional<Array> a, const hlo::Shape& s, std::string_view tag) {
@@ -267,42 +253,39 @@ class Lowerer {
         return c_.hbm_array(std::string(x.name()) + "." + std::string(tag), s);
       };
       Array l = get(la, ls, "lhs"), r = get(ra, rs, "rhs");
-      // Relayout non-canonical operands into canonical scratch arrays.
-      if (lhs_canon || (lhs_t && spec.batch >= 1)) {
-        spec.lhs = l;
-        spec.lhs_transposed = !lhs_canon;
+      // Operands are read in place when each batch element's tile is a
+      // rectangle of some 2-D view of their bytes (dot_layout.h); else they
+      // are relaid out into canonical scratch arrays (an approximation).
+      const auto dims_of = [](const hlo::Shape& s) {
+        std::vector<std::int64_t> v;
+        for (int i = 0; i < s.rank(); ++i) v.push_back(s.dim(i));
+        return v;
+      };
+      const bool plain = stored_type(ls.element_type()).width == 1 && stored_type(rs.element_type()).width == 1;
+      auto ll = plain ? operand_layout(dims_of(ls), lb, lc, true) : std::nullopt;
+      auto rl = plain ? operand_layout(dims_of(rs), rb, rc, false) : std::nullopt;
+      if (ll && rl && ll->k_order != rl->k_order) rl.reset();  // K flattened in different orders
+      if (ll) {
+        spec.lhs = c_.view(l, ll->rows, ll->cols);
+        spec.lhs_transposed = ll->transposed;
+        spec.lhs_batch = ll->batch;
+        spec.lhs_side = ll->side_by_side;
       } else {
         approx = true;
         why += "lhs dimension order needs a relayout copy; ";
         section(x, true);
         spec.lhs = relayout(x, l, hlo::Shape(ls.element_type(), {spec.batch * spec.m, spec.k}));
       }
-      if (rhs_canon || rhs_t) {
-        spec.rhs = r;
-        spec.rhs_transposed = !rhs_canon;
+      if (rl) {
+        spec.rhs = c_.view(r, rl->rows, rl->cols);
+        spec.rhs_transposed = rl->transposed;
+        spec.rhs_batch = rl->batch;
+        spec.rhs_side = rl->side_by_side;
       } else {
         approx = true;
         why += "rhs dimension order needs a relayout copy; ";
         section(x, true);
         spec.rhs = relayout(x, r, hlo::Shape(rs.element_type(), {spec.batch * spec.k, spec.n}));
-      }
-      // Views must match the arrays as declared (rows x cols).
-      const auto fix = [&](Array& a, std::int64_t rows, std::int64_t cols, const hlo::Shape& s, std::string_view tag) {
-        if (a.rows == rows && a.cols == cols * stored_type(s.element_type()).width) return;
-        approx = true;
-        why += std::string(tag) + " view differs from its stored layout (relayout copy); ";
-        section(x, true);
-        a = relayout(x, a, hlo::Shape(s.element_type(), {rows, cols}));
-      };
-      if (spec.lhs_transposed) {
-        fix(spec.lhs, spec.batch * spec.k, spec.m, ls, "lhs");
-      } else {
-        fix(spec.lhs, spec.batch * spec.m, spec.k, ls, "lhs");
-      }
-      if (spec.rhs_transposed) {
-        fix(spec.rhs, spec.batch * spec.n, spec.k, rs, "rhs");
-      } else {
-        fix(spec.rhs, spec.batch * spec.k, spec.n, rs, "rhs");
       }
       if (spec.out.rows != spec.batch * spec.m || spec.out.cols != spec.n * stored_type(x.shape().element_type()).width) {
         // Fusion outputs of another shape (e.g. reduced): write a scratch

@@ -57,6 +57,33 @@ collective.all_reduce dst=a src=a sem=t
 )", "forms");
 }
 
+TEST(RoundTrip, ViewBuffers) {
+  expect_round_trip(R"(.buffer kv hbm bf16 [8, 2048, 32, 128]
+.buffer kv2 hbm bf16 [16384, 4096] view=kv
+.buffer t vmem bf16 [2048, 4096] offset=0
+.semaphore s
+dma.start dst=t src=kv2[2048:4096, 0:4096] sem=s
+sem.wait sem=s
+)",
+                    "view");
+  auto p = assemble(".buffer kv hbm bf16 [8, 2048, 32, 128]\n.buffer kv2 hbm bf16 [16384, 4096] view=kv\n", "v");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->buffers[1].view_of, 0u);
+  EXPECT_EQ(p->storage(1), 0u);
+  EXPECT_EQ(p->buffers[1].row_pitch_bytes(), 8192);  // its own pitch: 4096 bf16
+}
+
+TEST(RoundTrip, ViewOfAnUnknownBufferIsAnErrorAtItsColumn) {
+  auto p = assemble(".buffer kv2 hbm bf16 [16, 16] view=kv\n", "v.tasm");
+  ASSERT_FALSE(p.ok());
+  const std::string e = format_all(p.errors());
+  EXPECT_NE(e.find("v.tasm:1:36"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown buffer 'kv'"), std::string::npos) << e;
+  auto q = assemble(".buffer a hbm bf16 [16, 16]\n.buffer b hbm bf16 [256] offset=0 view=a\n", "v.tasm");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(format_all(q.errors()).find("not both"), std::string::npos);
+}
+
 TEST(RoundTrip, ShippedExamples) {
   for (const char* name : {"matmul", "matmul_bias_gelu", "layernorm", "broken"}) {
     const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/" + name + ".tasm";

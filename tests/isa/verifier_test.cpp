@@ -69,6 +69,41 @@ mxu.pop dst=yv
   EXPECT_NE(r.format_summary().find("ok: 6 instructions"), std::string::npos) << r.format_summary();
 }
 
+// A view shares its buffer's bytes: same dtype and element count, HBM only;
+// it adds nothing to the HBM footprint, and DMAs through the view and the
+// buffer are ordered as if they overlapped.
+TEST(Verifier, ChecksViewBuffers) {
+  const std::string ok = R"(.buffer kv hbm bf16 [8, 64, 4, 128]
+.buffer kv2 hbm bf16 [512, 512] view=kv
+.buffer t vmem bf16 [64, 512] offset=0
+.semaphore s
+dma.start dst=t src=kv2[64:128, 0:512] sem=s
+sem.wait sem=s
+)";
+  const auto r = check(ok);
+  EXPECT_TRUE(r.ok()) << dump(r);
+  const auto bad = check(R"(.buffer kv hbm bf16 [8, 64, 4, 128]
+.buffer a hbm f32 [512, 512] view=kv
+.buffer b hbm bf16 [512, 256] view=kv
+.buffer c vmem bf16 [512, 512] view=kv
+)");
+  EXPECT_EQ(bad.count(VerifyError::kOperand), 3u) << dump(bad);
+  EXPECT_NE(dump(bad).find("has dtype f32 but kv is bf16"), std::string::npos) << dump(bad);
+  EXPECT_NE(dump(bad).find("has 131072 elements but kv has 262144"), std::string::npos) << dump(bad);
+  EXPECT_NE(dump(bad).find("must be in hbm"), std::string::npos) << dump(bad);
+  // Reading the view while a DMA still writes the buffer: a hazard.
+  const auto race = check(R"(.buffer kv hbm bf16 [8, 64, 4, 128]
+.buffer kv2 hbm bf16 [512, 512] view=kv
+.buffer t vmem bf16 [64, 512] offset=0
+.buffer u vmem bf16 [64, 128] offset=1048576
+.semaphore s
+dma.start dst=kv[0:64, 0:128] src=u sem=s
+dma.start dst=t src=kv2[64:128, 0:512] sem=s
+sem.wait sem=s count=2
+)");
+  EXPECT_EQ(race.count(VerifyError::kUnwaitedDma), 1u) << dump(race);
+}
+
 TEST(Verifier, ReportsOutOfBoundsTiles) {
   const auto r = check(std::string(kHeader) + "vpu.copy dst=yv a=yv[0:264, 0:128]\n");
   ASSERT_EQ(r.count(VerifyError::kOutOfBounds), 1u) << dump(r);
