@@ -545,14 +545,16 @@ void TensorCore::run_unit(Unit& u) {
     // By index: the sequencer may append to dep_ids while this unit waits.
     for (std::uint32_t k = 0; k < entry.deps; ++k) wait_for(u.dep_ids[k], u);
     *u.dep_stall += (now() - dep_from) / cycle_s_;
-    Dyn& d = dyn(id);
-    const isa::Instruction& inst = program_.code[d.pc];
+    const isa::Instruction& inst = program_.code[dyn(id).pc];
     // Exec times are relative to when execute() was called (a collective in
     // full mode waits inside it for the other members of its group).
     const double t = now();
     u.collective = entry.collective;
-    const Exec e = execute(u, inst, d);
+    const Exec e = execute(u, inst, dyn(id));
     if (!error_.empty()) return;
+    // A collective waits inside execute() (for its group, or its completion
+    // while others are in flight); the ring may have grown meanwhile.
+    Dyn& d = dyn(id);
     d.start = t + e.begin;
     d.done = t + e.done;
     const double busy = e.busy_end - e.begin;

@@ -348,6 +348,7 @@ TEST(Spmd, ConcurrentAllReducesOnDisjointAxesTakeTheLongerOfTheirTimes) {
     EXPECT_NEAR(step_of(together), std::max(tx, ty), 0.03 * tx) << spmd_mode_name(mode);
     EXPECT_NEAR(step_of(serial), tx + ty, 0.03 * (tx + ty)) << spmd_mode_name(mode);
     // The per-op rows still sum to the step.
+    EXPECT_TRUE(together["finished"].get<bool>());
     EXPECT_NEAR(together["attributed"].get<double>(), step_of(together), 1e-9);
   }
 }
@@ -376,6 +377,8 @@ TEST(Spmd, ConcurrentAllReducesOnOneRingShareItsBandwidthButOverlapTheirLatency)
   ASSERT_EQ(sym["rows"].size(), 1u);
   EXPECT_NEAR(sym["rows"][0]["time"].get<double>(), b + l, 0.05 * (b + l));
   EXPECT_EQ(sym["rows"][0]["count"], 2);
+  EXPECT_TRUE(sym["finished"].get<bool>());
+  EXPECT_TRUE(full["finished"].get<bool>());
   EXPECT_NEAR(sym["attributed"].get<double>(), step_of(sym), 1e-9);
   EXPECT_NEAR(full["attributed"].get<double>(), step_of(full), 1e-9);
 }
