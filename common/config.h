@@ -108,6 +108,7 @@ struct IciConfig {
   double hop_latency = 0;     // seconds
   double link_efficiency = 1.0;
   double packet_size = 0;     // bytes
+  std::int64_t concurrent_collectives = 1;  // collectives in flight per chip
 };
 
 struct DcnConfig {

@@ -9,6 +9,9 @@
 namespace tpusim {
 namespace {
 
+// SystemC time has 1 ps resolution; times closer than this are equal.
+constexpr double kEps = 0.5e-12;
+
 std::string list_devices(const std::vector<std::int64_t>& d) {
   std::string s;
   const std::size_t shown = std::min<std::size_t>(d.size(), 16);
@@ -30,8 +33,8 @@ std::int64_t root(std::vector<std::int64_t>& parent, std::int64_t x) {
 
 std::string_view spmd_mode_name(SpmdMode m) { return m == SpmdMode::kFull ? "full" : "symmetric"; }
 
-CollectiveFabric::CollectiveFabric(SpmdMode mode, CollectiveTimer& timer)
-    : mode_(mode), timer_(timer), ordinal_(static_cast<size_t>(timer.num_devices()), 0) {}
+CollectiveFabric::CollectiveFabric(SpmdMode mode, CollectiveTimer& timer, bool concurrent)
+    : mode_(mode), timer_(timer), concurrent_(concurrent) {}
 
 Result<const CollectiveFabric::Groups*> CollectiveFabric::groups_for(const isa::Program& program,
                                                                      const isa::Collective& c) {
@@ -91,8 +94,76 @@ void CollectiveFabric::record(std::uint64_t ordinal, const CollectiveTiming& t, 
   rows_.push_back(CollectiveRow{op, bytes, t.group_size, t.algorithm, t.bound, t.seconds, 1});
 }
 
+Result<std::uint64_t> CollectiveFabric::admit(
+    const CollectiveRequest& request, double now,
+    std::pair<std::uint64_t, std::pair<const isa::Program*, std::uint32_t>> key) {
+  // A new busy period when nothing of the old one is in flight any more.
+  bool in_flight = false;
+  for (std::uint64_t id : period_) {
+    const Job& j = jobs_.at(id);
+    in_flight = in_flight || j.start + j.seconds > now + kEps;
+  }
+  if (!in_flight) {
+    const std::vector<std::uint64_t> old = std::move(period_);
+    period_.clear();
+    for (std::uint64_t id : old) {
+      jobs_.at(id).in_period = false;
+      release(id);  // drops it if nobody reads it any more
+    }
+  }
+  const std::uint64_t id = next_job_++;
+  Job& job = jobs_[id];
+  job.request = request;
+  job.start = now;
+  job.in_period = true;
+  job.key = key;
+  job.changed = std::make_unique<sc_core::sc_event>(sc_core::sc_gen_unique_name("collective_changed"));
+  period_.push_back(id);
+  std::vector<ConcurrentCollective> set;
+  set.reserve(period_.size());
+  for (std::uint64_t p : period_) set.push_back(ConcurrentCollective{jobs_.at(p).request, jobs_.at(p).start});
+  auto times = timer_.time_together(set);
+  if (!times.ok()) return times.errors();
+  for (std::size_t i = 0; i < period_.size(); ++i) {
+    Job& j = jobs_.at(period_[i]);
+    const double t = (*times)[i];
+    if (period_[i] == id) {
+      j.seconds = t;
+      continue;
+    }
+    // Finished collectives keep their time (a later start cannot change the
+    // past of the network); those in flight may finish later now.
+    if (j.start + j.seconds <= now + kEps) continue;
+    const double s = std::max(t, now - j.start);
+    if (s != j.seconds) {
+      j.seconds = s;
+      j.changed->notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+  return id;
+}
+
+double CollectiveFabric::wait_job(std::uint64_t id, double base) {
+  // Nothing heap-owning on this stack (see wait()).
+  while (true) {
+    const Job& j = jobs_.at(id);
+    const double completion = base + j.seconds;
+    const double now = sc_core::sc_time_stamp().to_seconds();
+    if (completion <= now + kEps) return completion;
+    sc_core::wait(sc_core::sc_time(completion - now, sc_core::SC_SEC), *j.changed);
+  }
+}
+
+void CollectiveFabric::release(std::uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.refs > 0 || it->second.in_period) return;
+  if (mode_ == SpmdMode::kFull) job_of_.erase(it->second.key);
+  jobs_.erase(it);
+}
+
 Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, const isa::Program& program,
-                                                         std::uint32_t pc, const std::string& where) {
+                                                         std::uint32_t pc, std::uint64_t ordinal,
+                                                         const std::string& where) {
   auto fail = [&](const std::string& message) {
     // `where` already names file:line:column of the instruction.
     return Diagnostic{program.file, 0, 0, fmt::format("{}: {}", where, message), ""};
@@ -126,9 +197,18 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
     return ds;
   }
   const double now = sc_core::sc_time_stamp().to_seconds();
-  const std::uint64_t ordinal = ordinal_[static_cast<size_t>(device)]++;
   record(ordinal, *timing, kind, req.bytes);
-  if (mode_ == SpmdMode::kSymmetric) return Ticket{now + timing->seconds, {}};
+  if (mode_ == SpmdMode::kSymmetric) {
+    if (!concurrent_) return Ticket{now + timing->seconds, {}, 0};
+    auto job = admit(req, now, {ordinal, {&program, pc}});
+    if (!job.ok()) {
+      std::vector<Diagnostic> ds;
+      for (const auto& e : job.errors()) ds.push_back(fail(e.message));
+      return ds;
+    }
+    jobs_.at(*job).refs += 1;
+    return Ticket{-1, {}, *job};
+  }
 
   Instance& inst = pending_[{ordinal, gi}];
   if (inst.expected == 0) {
@@ -139,6 +219,7 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
     inst.done = std::make_unique<sc_core::sc_event>(sc_core::sc_gen_unique_name("collective_done"));
     inst.kind = kind;
     inst.bytes = req.bytes;
+    inst.request = req;
   } else if (inst.kind != kind || inst.bytes != req.bytes) {
     return fail(fmt::format("device {} issued this as its collective #{}, but another member of its group issued {} "
                             "({}, {} bytes) there",
@@ -147,21 +228,56 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
   inst.arrived.insert(device);
   inst.last_issue = std::max(inst.last_issue, now);
   if (inst.arrived.size() == inst.expected) {
-    inst.completion = inst.last_issue + timing->seconds;
+    if (concurrent_) {
+      // One network job per collective instance for all its groups, started
+      // by the first group that is complete.
+      const auto key = std::make_pair(ordinal, std::make_pair(&program, pc));
+      auto it = job_of_.find(key);
+      if (it == job_of_.end()) {
+        auto job = admit(inst.request, now, key);
+        if (!job.ok()) {
+          std::vector<Diagnostic> ds;
+          for (const auto& e : job.errors()) ds.push_back(fail(e.message));
+          return ds;
+        }
+        it = job_of_.emplace(key, *job).first;
+      }
+      inst.job = it->second;
+      jobs_.at(inst.job).refs += 1;
+    } else {
+      inst.completion = inst.last_issue + timing->seconds;
+    }
     inst.done->notify(sc_core::SC_ZERO_TIME);
   }
-  return Ticket{-1, {ordinal, gi}};
+  return Ticket{-1, {ordinal, gi}, 0};
 }
 
 double CollectiveFabric::wait(const Ticket& ticket) {
   if (ticket.completion >= 0) return ticket.completion;
+  if (ticket.job != 0) {  // symmetric mode, concurrent collectives
+    const double completion = wait_job(ticket.job, jobs_.at(ticket.job).start);
+    jobs_.at(ticket.job).refs -= 1;
+    release(ticket.job);
+    return completion;
+  }
   // Nothing on this stack owns heap memory: a member that never arrives
   // leaves this coroutine suspended forever (never unwound).
-  const auto it = pending_.find(ticket.instance);
-  Instance& inst = it->second;
-  while (inst.completion < 0) sc_core::wait(*inst.done);
-  const double completion = inst.completion;
-  if (++inst.consumed == inst.expected) pending_.erase(it);
+  while (true) {
+    const Instance& inst = pending_.at(ticket.instance);
+    if (inst.completion >= 0 || inst.job != 0) break;
+    sc_core::wait(*inst.done);
+  }
+  Instance* inst = &pending_.at(ticket.instance);
+  const double completion = inst->job != 0 ? wait_job(inst->job, inst->last_issue) : inst->completion;
+  inst = &pending_.at(ticket.instance);  // (std::map: the reference stays valid; re-read for clarity)
+  if (++inst->consumed == inst->expected) {
+    const std::uint64_t job = inst->job;
+    pending_.erase(ticket.instance);
+    if (job != 0) {
+      jobs_.at(job).refs -= 1;
+      release(job);
+    }
+  }
   return completion;
 }
 
@@ -187,7 +303,7 @@ void CollectiveFabric::add_repeats(const Counters& a, const Counters& b, std::in
 std::vector<std::string> CollectiveFabric::blocked() const {
   std::vector<std::string> out;
   for (const auto& [key, inst] : pending_) {
-    if (inst.completion >= 0) continue;
+    if (inst.completion >= 0 || inst.job != 0) continue;
     const auto& members =
         groups_.at({inst.program, std::get<isa::Collective>(inst.program->code[inst.pc].op).groups.id})
             .members[static_cast<size_t>(key.second)];

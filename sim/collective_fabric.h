@@ -11,6 +11,16 @@
 //   completes for all of them at (the last member's issue) + the network time.
 //   A member that never arrives leaves the others waiting; blocked() names who
 //   waits for whom, for the deadlock report.
+// - Concurrent collectives (`concurrent` = ici.concurrent_collectives > 1):
+//   a collective that starts while others are in flight shares the links
+//   with them. The fabric keeps the busy period (collectives since the last
+//   moment none was in flight, each with its start time) and, whenever one
+//   starts, re-times the whole period on one network run
+//   (CollectiveTimer::time_together); collectives still in flight get their
+//   new completion and their waiters are woken to re-check it. In full mode
+//   the n-th collective of a device (program order) is one network job for
+//   all its groups, started when its first group is complete; each group
+//   completes at its last member's issue + the job's time.
 #pragma once
 
 #include <array>
@@ -44,19 +54,26 @@ struct CollectiveRow {
 
 class CollectiveFabric {
  public:
-  CollectiveFabric(SpmdMode mode, CollectiveTimer& timer);
+  CollectiveFabric(SpmdMode mode, CollectiveTimer& timer, bool concurrent = false);
 
-  // What issue() hands back: the completion time (symmetric mode, or
-  // completion < 0 and the instance to wait() for (full mode).
+  // What issue() hands back: the completion time (symmetric mode, one
+  // collective at a time), or completion < 0 and the job (symmetric,
+  // concurrent) or instance (full mode) to wait() for.
   struct Ticket {
     double completion = -1;
     std::pair<std::uint64_t, std::int64_t> instance{};
+    std::uint64_t job = 0;  // 0 = none
   };
   // Called from `device`'s ICI unit thread at the current simulated time for
-  // the collective at program.code[pc]; `where` names it for messages.
-  Result<Ticket> issue(std::int64_t device, const isa::Program& program, std::uint32_t pc, const std::string& where);
+  // the collective at program.code[pc], the device's `ordinal`-th collective
+  // in program order (members of a group match by it); `where` names it for
+  // messages.
+  Result<Ticket> issue(std::int64_t device, const isa::Program& program, std::uint32_t pc, std::uint64_t ordinal,
+                       const std::string& where);
   // The absolute completion time in seconds; in full mode waits (SystemC)
-  // until every member of the group has issued it. Split from issue() so the
+  // until every member of the group has issued it; with concurrent
+  // collectives waits until the completion (which later collectives may
+  // push back). Split from issue() so the
   // caller holds no heap-owning temporaries while it waits.
   double wait(const Ticket& ticket);
 
@@ -101,16 +118,39 @@ class CollectiveFabric {
     std::size_t consumed = 0;
     double last_issue = 0;
     double completion = -1;
+    std::uint64_t job = 0;  // concurrent: the network job it completes with
+    CollectiveRequest request;
     std::unique_ptr<sc_core::sc_event> done;
+  };
+  // A collective on the network while others may be in flight (concurrent).
+  struct Job {
+    CollectiveRequest request;
+    double start = 0;
+    double seconds = 0;  // network time with the collectives it overlapped
+    int refs = 0;        // tickets / instances still to read it
+    bool in_period = false;
+    std::pair<std::uint64_t, std::pair<const isa::Program*, std::uint32_t>> key{};  // full mode: ordinal, pc
+    std::unique_ptr<sc_core::sc_event> changed;
   };
 
   Result<const Groups*> groups_for(const isa::Program& program, const isa::Collective& c);
   void record(std::uint64_t ordinal, const CollectiveTiming& t, interconnect::CollectiveKind kind, double bytes);
+  // Starts a job at `now` in the busy period and re-times the period.
+  Result<std::uint64_t> admit(const CollectiveRequest& request, double now,
+                              std::pair<std::uint64_t, std::pair<const isa::Program*, std::uint32_t>> key);
+  // Waits until `base` + the job's (possibly growing) time; returns it.
+  double wait_job(std::uint64_t id, double base);
+  void release(std::uint64_t id);
 
   SpmdMode mode_;
   CollectiveTimer& timer_;
+  bool concurrent_ = false;
+  std::map<std::uint64_t, Job> jobs_;
+  std::uint64_t next_job_ = 1;
+  std::vector<std::uint64_t> period_;  // the busy period's jobs, in start order
+  // Full mode: the job of a collective instance, by (ordinal, program, pc).
+  std::map<std::pair<std::uint64_t, std::pair<const isa::Program*, std::uint32_t>>, std::uint64_t> job_of_;
   std::map<std::pair<const isa::Program*, std::uint32_t>, Groups> groups_;
-  std::vector<std::uint64_t> ordinal_;  // per device: collectives issued so far
   std::map<std::pair<std::uint64_t, std::int64_t>, Instance> pending_;  // (ordinal, group) -> instance
   std::set<std::uint64_t> recorded_;  // full mode: ordinals whose network time was counted
   std::vector<CollectiveRow> rows_;

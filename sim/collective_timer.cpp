@@ -71,16 +71,29 @@ NetworkCollectiveTimer::NetworkCollectiveTimer(const ChipConfig& chip, interconn
       params_(interconnect::NetworkParams::from_config(chip.ici, chip.dcn)),
       algorithm_(algorithm) {}
 
-Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r) {
+Result<std::vector<double>> CollectiveTimer::time_together(const std::vector<ConcurrentCollective>& set) {
+  std::vector<double> out;
+  out.reserve(set.size());
+  for (const ConcurrentCollective& c : set) {
+    auto t = time(c.request);
+    if (!t.ok()) return t.errors();
+    out.push_back(t->seconds);
+  }
+  return out;
+}
+
+NetworkCollectiveTimer::Key NetworkCollectiveTimer::key_of(const CollectiveRequest& r) const {
+  const bool reduces = r.kind == interconnect::CollectiveKind::kAllReduce ||
+                       r.kind == interconnect::CollectiveKind::kReduceScatter;
+  return Key{static_cast<int>(r.kind), r.bytes, reduces ? static_cast<int>(r.dtype) : -1,
+             r.groups ? *r.groups : interconnect::ReplicaGroups{}};
+}
+
+Result<std::string> NetworkCollectiveTimer::schedule(interconnect::Network& net, const CollectiveRequest& r) const {
   const interconnect::ReplicaGroups empty;
   const interconnect::ReplicaGroups& groups = r.groups ? *r.groups : empty;
   const bool reduces = r.kind == interconnect::CollectiveKind::kAllReduce ||
                        r.kind == interconnect::CollectiveKind::kReduceScatter;
-  Key key{static_cast<int>(r.kind), r.bytes, reduces ? static_cast<int>(r.dtype) : -1, groups};
-  if (auto it = cache_.find(key); it != cache_.end()) {
-    ++hits_;
-    return it->second;
-  }
   interconnect::CollectiveSpec spec;
   spec.kind = r.kind;
   spec.bytes = r.bytes;
@@ -99,9 +112,62 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
     spec.groups = groups;
   }
   if (reduces) spec.reduction_cost = vpu_reduction_cost(chip_, r.dtype);
+  return interconnect::schedule_collective(net, spec);
+}
 
+Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vector<ConcurrentCollective>& set) {
+  if (set.size() == 1) {
+    auto t = time(set.front().request);
+    if (!t.ok()) return t.errors();
+    return std::vector<double>{t->seconds};
+  }
+  double origin = set.empty() ? 0.0 : set.front().start_s;
+  for (const ConcurrentCollective& c : set) origin = std::min(origin, c.start_s);
+  std::vector<std::pair<Key, double>> key;
+  key.reserve(set.size());
+  for (const ConcurrentCollective& c : set) key.emplace_back(key_of(c.request), c.start_s - origin);
+  if (auto it = joint_cache_.find(key); it != joint_cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
   interconnect::Network net(topology_, params_);
-  Result<std::string> desc = interconnect::schedule_collective(net, spec);
+  std::vector<std::pair<interconnect::TransferId, interconnect::TransferId>> ranges;  // [first, end) per collective
+  for (const ConcurrentCollective& c : set) {
+    const auto first = static_cast<interconnect::TransferId>(net.num_transfers());
+    Result<std::string> desc = schedule(net, c.request);
+    if (!desc.ok()) return desc.errors();
+    const auto end = static_cast<interconnect::TransferId>(net.num_transfers());
+    // Hold the whole schedule back until the collective starts: a transfer
+    // that has dependencies of its own starts after them anyway.
+    const interconnect::TransferId gate = net.add_join(c.start_s - origin);
+    for (interconnect::TransferId t = first; t < end; ++t) net.add_dependency(gate, t);
+    ranges.emplace_back(first, end);
+  }
+  net.run();
+  ++joint_runs_;
+  std::vector<double> out;
+  out.reserve(set.size());
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    double finish = set[i].start_s - origin;
+    for (interconnect::TransferId t = ranges[i].first; t < ranges[i].second; ++t) {
+      finish = std::max(finish, net.finish_time(t));
+    }
+    out.push_back(finish - (set[i].start_s - origin));
+  }
+  joint_cache_.emplace(std::move(key), out);
+  return out;
+}
+
+Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r) {
+  const interconnect::ReplicaGroups empty;
+  const interconnect::ReplicaGroups& groups = r.groups ? *r.groups : empty;
+  Key key = key_of(r);
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  interconnect::Network net(topology_, params_);
+  Result<std::string> desc = schedule(net, r);
   if (!desc.ok()) return desc.errors();
   const interconnect::NetworkRunStats stats = net.run();
   ++runs_;

@@ -57,10 +57,22 @@ struct CollectiveTiming {
   std::int64_t dcn_ports = 0;
 };
 
+// One of several collectives that run on the network at the same time
+// (ici.concurrent_collectives > 1): what it is and when it starts, in seconds
+// from any origin common to the set.
+struct ConcurrentCollective {
+  CollectiveRequest request;
+  double start_s = 0;
+};
+
 class CollectiveTimer {
  public:
   virtual ~CollectiveTimer() = default;
   virtual Result<CollectiveTiming> time(const CollectiveRequest& request) = 0;
+  // Seconds each of `set` takes from its own start until its last group
+  // finishes when they all run together (links shared). This base version
+  // times each alone (no network to share).
+  virtual Result<std::vector<double>> time_together(const std::vector<ConcurrentCollective>& set);
   [[nodiscard]] virtual std::int64_t num_devices() const = 0;
 };
 
@@ -88,20 +100,32 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   NetworkCollectiveTimer(const ChipConfig& chip, interconnect::Topology topology,
                          interconnect::CollectiveAlgorithm algorithm = interconnect::CollectiveAlgorithm::kAuto);
   Result<CollectiveTiming> time(const CollectiveRequest& request) override;
+  // One network run with every collective of `set` scheduled on it, each
+  // held back until its start (a join every one of its transfers depends
+  // on); the earliest start is time 0. One collective alone: time().
+  // Cached per distinct set (requests and start offsets).
+  Result<std::vector<double>> time_together(const std::vector<ConcurrentCollective>& set) override;
   [[nodiscard]] std::int64_t num_devices() const override { return topology_.num_devices(); }
   [[nodiscard]] const interconnect::Topology& topology() const { return topology_; }
+  // Network runs of single collectives (joint runs: joint_runs()).
   [[nodiscard]] std::uint64_t network_runs() const { return runs_; }
   [[nodiscard]] std::uint64_t cache_hits() const { return hits_; }
+  [[nodiscard]] std::uint64_t joint_runs() const { return joint_runs_; }
 
  private:
   using Key = std::tuple<int, double, int, interconnect::ReplicaGroups>;  // kind, bytes, dtype, groups
+  Key key_of(const CollectiveRequest& r) const;
+  // Adds the schedule of `r` (all its groups) to `net`; the algorithm it ran.
+  Result<std::string> schedule(interconnect::Network& net, const CollectiveRequest& r) const;
   const ChipConfig& chip_;
   interconnect::Topology topology_;
   interconnect::NetworkParams params_;
   interconnect::CollectiveAlgorithm algorithm_;
   std::map<Key, CollectiveTiming> cache_;
+  std::map<std::vector<std::pair<Key, double>>, std::vector<double>> joint_cache_;
   std::uint64_t runs_ = 0;
   std::uint64_t hits_ = 0;
+  std::uint64_t joint_runs_ = 0;
 };
 
 // V of collectives.md from the instruction's tiles: all-gather the gathered

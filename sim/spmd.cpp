@@ -101,7 +101,7 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
                       ""};
   }
   NetworkCollectiveTimer timer(chip, std::move(topo).value(), options.algorithm.value_or(*configured));
-  CollectiveFabric fabric(mode, timer);
+  CollectiveFabric fabric(mode, timer, chip.ici.concurrent_collectives > 1);
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
   // Loop extrapolation relies on every chip running the same stream (the

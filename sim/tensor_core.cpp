@@ -83,6 +83,7 @@ struct TensorCore::Unit {
     std::uint64_t id;
     double visible_at;
     std::uint32_t deps;  // how many of the first dep_ids belong to this entry
+    std::uint64_t collective = 0;  // a collective's ordinal on this core, in program order
   };
   std::deque<Entry> queue;
   std::deque<std::uint64_t> dep_ids;  // the entries' dependencies, in queue order
@@ -102,6 +103,7 @@ struct TensorCore::Unit {
   sc_core::sc_event pushed;
   int track = -1;
   Waiting waiting;  // what the front instruction waits for (deadlock report)
+  std::uint64_t collective = 0;  // ICI: the ordinal of the collective being executed
   bool idle = false;  // waiting for its queue to fill
   Stat* busy = nullptr;
   Stat* insts = nullptr;
@@ -178,7 +180,16 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   for (int i = 0; i < chip.core.xlu.count; ++i) xlus_.push_back(add_unit(fmt::format("xlu{}", i), isa::Unit::kXlu, i));
   eup_ = add_unit("eup", isa::Unit::kEup, 0);
   for (int i = 0; i < chip.core.dma.engines; ++i) dmas_.push_back(add_unit(fmt::format("dma{}", i), isa::Unit::kDma, i));
-  ici_ = add_unit("ici", isa::Unit::kIci, 0);
+  // Several collectives in flight (ici.concurrent_collectives): one in-order
+  // ICI queue each ("ici", "ici1", …), the sequencer picks the shortest. A
+  // single chip has no network to share, and the placeholder charges each
+  // collective the chip's whole ICI bandwidth: one at a time is the same
+  // bandwidth sharing there.
+  const std::int64_t ici_queues = spmd.fabric != nullptr ? std::max<std::int64_t>(1, chip.ici.concurrent_collectives) : 1;
+  for (std::int64_t i = 0; i < ici_queues; ++i) {
+    icis_.push_back(add_unit(i == 0 ? std::string("ici") : fmt::format("ici{}", i), isa::Unit::kIci, static_cast<int>(i)));
+  }
+  ici_ = icis_.front();
 
   // refresh_now() and seconds() convert as sc_time::to_seconds() and
   // sc_time(double, SC_SEC) do (SystemC 2.3.4 sc_time.cpp); use them only if
@@ -245,7 +256,9 @@ TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
     }
     case isa::Unit::kVpu: return *vpu_;
     case isa::Unit::kEup: return *eup_;
-    case isa::Unit::kIci: return *ici_;
+    case isa::Unit::kIci:
+      return **std::min_element(icis_.begin(), icis_.end(),
+                                [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
     case isa::Unit::kXlu:
       return **std::min_element(xlus_.begin(), xlus_.end(),
                                 [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
@@ -335,7 +348,8 @@ void TensorCore::dispatch(std::uint32_t pc) {
   push_dyn(pc);
   const std::uint32_t ndeps = dependencies(pc, id, u);
   u.queue.push_back(
-      Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps});
+      Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps, 0});
+  if (u.kind == isa::Unit::kIci) u.queue.back().collective = collectives_dispatched_++;
   instructions_ += 1;
   if (u.idle) u.pushed.notify(sc_core::SC_ZERO_TIME);
 }
@@ -356,7 +370,7 @@ void TensorCore::wait_all_done(bool include_collectives) {
   while (true) {
     bool pending = false;
     double latest = now();
-    for (const auto& u : units_) pending = pending || (!u->queue.empty() && (include_collectives || u.get() != ici_));
+    for (const auto& u : units_) pending = pending || (!u->queue.empty() && (include_collectives || u->kind != isa::Unit::kIci));
     if (!pending) {
       for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
         const Dyn& d = dyn(id);
@@ -531,13 +545,16 @@ void TensorCore::run_unit(Unit& u) {
     // By index: the sequencer may append to dep_ids while this unit waits.
     for (std::uint32_t k = 0; k < entry.deps; ++k) wait_for(u.dep_ids[k], u);
     *u.dep_stall += (now() - dep_from) / cycle_s_;
-    Dyn& d = dyn(id);
-    const isa::Instruction& inst = program_.code[d.pc];
+    const isa::Instruction& inst = program_.code[dyn(id).pc];
     // Exec times are relative to when execute() was called (a collective in
     // full mode waits inside it for the other members of its group).
     const double t = now();
-    const Exec e = execute(u, inst, d);
+    u.collective = entry.collective;
+    const Exec e = execute(u, inst, dyn(id));
     if (!error_.empty()) return;
+    // A collective waits inside execute() (for its group, or its completion
+    // while others are in flight); the ring may have grown meanwhile.
+    Dyn& d = dyn(id);
     d.start = t + e.begin;
     d.done = t + e.done;
     const double busy = e.busy_end - e.begin;
@@ -583,7 +600,7 @@ TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
   const double t = now();
   CollectiveFabric::Ticket ticket;
   {
-    auto issued = spmd_.fabric->issue(spmd_.device, program_, d.pc, where(d.pc));
+    auto issued = spmd_.fabric->issue(spmd_.device, program_, d.pc, u.collective, where(d.pc));
     if (!issued.ok()) {
       error_ = issued.errors().front().message;
       return {};
@@ -593,6 +610,7 @@ TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
   // (No heap-owning locals from here: a deadlocked member never returns.)
   u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
   const double done = spmd_.fabric->wait(ticket);
+  if (chip_.ici.concurrent_collectives > 1) refresh_now();  // the fabric waited
   u.waiting = {};
   const double rel = std::max(done - t, cycle_s_);
   return Exec{0, rel, rel, rel};
@@ -873,7 +891,10 @@ void TensorCore::retire() {
   // schedule puts between its -start and -done run meanwhile and keep their
   // own time. It is charged only where the core waits for it: the gap before
   // the next instruction starts (the sequencer stalled at the -done), and the
-  // program's end.
+  // program's end. With several collectives in flight the gap goes to the
+  // first of them to complete when (or after) the core resumes: the one it
+  // waited for. Every piece of the timeline is charged once, so the rows
+  // still sum to the step.
   while (retired_ < next_dyn_) {
     Dyn& d = dyn(retired_);
     if (d.start < 0) break;
@@ -881,13 +902,24 @@ void TensorCore::retire() {
     if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
       if (d.done >= collective_done_s_) collective_prov_ = inst.provenance;
       collective_done_s_ = std::max(collective_done_s_, d.done);
+      std::erase_if(in_flight_, [&](const auto& c) { return c.first <= retired_until_s_ + kTimeEps; });
+      in_flight_.emplace_back(d.done, inst.provenance);
       ++retired_;
       continue;
     }
     const double t = std::max(d.done, retired_until_s_);
     if (collective_done_s_ > retired_until_s_ + kTimeEps && d.start > retired_until_s_ + kTimeEps) {
       const double gap_end = std::min({d.start, collective_done_s_, t});
-      prov_[collective_prov_].attributed_s += gap_end - retired_until_s_;
+      std::erase_if(in_flight_, [&](const auto& c) { return c.first <= retired_until_s_ + kTimeEps; });
+      std::uint32_t waited_for = collective_prov_;
+      double first_done = collective_done_s_;
+      for (const auto& [done, prov] : in_flight_) {
+        if (done + kTimeEps >= gap_end && done < first_done) {
+          first_done = done;
+          waited_for = prov;
+        }
+      }
+      prov_[waited_for].attributed_s += gap_end - retired_until_s_;
       retired_until_s_ = gap_end;
     }
     prov_[inst.provenance].attributed_s += t - retired_until_s_;

@@ -160,6 +160,8 @@ class TensorCore : public sc_core::sc_module {
   Unit* vpu_ = nullptr;
   Unit* eup_ = nullptr;
   Unit* ici_ = nullptr;
+  std::vector<Unit*> icis_;  // ici_ is the first
+  std::uint64_t collectives_dispatched_ = 0;  // collectives sent to the ICI queues so far
 
   // The dynamic instructions not yet dropped, ids [dyn_base_, next_dyn_): a
   // ring indexed by id (power-of-two size, doubled when full).
@@ -173,6 +175,8 @@ class TensorCore : public sc_core::sc_module {
   // clock; retire() charges it where the core waits for it).
   double collective_done_s_ = 0;
   std::uint32_t collective_prov_ = 0;
+  // Retired collectives that may still fly: (done, provenance).
+  std::vector<std::pair<double, std::uint32_t>> in_flight_;
   struct BufferAccesses {
     std::vector<Access> writes;
     std::vector<Access> reads;

@@ -52,6 +52,9 @@ json run_spmd(const std::string& preset, const std::vector<std::string>& sets, c
         j["network_runs"] = r->network_runs;
         j["stat_runs"] = r->sim.stats.value("system.network_runs");
         j["stat_x_busy"] = r->sim.stats.value("system.ici.x.busy_s");
+        double attributed = 0;
+        for (const auto& p : r->sim.provenance) attributed += p.stats.attributed_s;
+        j["attributed"] = attributed;
         for (const auto& c : r->chip_times) {
           j["times"].push_back({c.seconds, c.compute_s, c.communication_s, c.exposed_s});
         }
@@ -308,6 +311,76 @@ TEST(Spmd, FullAndSymmetricAgreeOnTheShippedTensorParallelLayer) {
   EXPECT_EQ(rows_s, 1);
   EXPECT_EQ(count_s, 2);
   EXPECT_EQ(count_f, 2);
+}
+
+// Several collectives in flight (ici.concurrent_collectives, default 4):
+// their transfers share the simulated links; 1 = one after another.
+// Closed forms (docs/interconnect.md): a bidirectional ring of N chips,
+// links w one way and h per hop, all-reduces V in
+// 2·((N-1)/N·V/(2w) + ceil((N-1)/2)·h).
+double ring_all_reduce(double n, double v, double w, double h) {
+  return 2 * ((n - 1) / n * v / (2 * w) + std::ceil((n - 1) / 2) * h);
+}
+
+// Two all-reduces issued back to back, then both waited for.
+std::string two_all_reduces(const std::string& shape_a, const std::string& groups_a, const std::string& shape_b,
+                            const std::string& groups_b) {
+  return ".buffer a hbm bf16 " + shape_a + "\n.buffer b hbm bf16 " + shape_a + "\n.buffer c hbm bf16 " + shape_b +
+         "\n.buffer d hbm bf16 " + shape_b + "\n.semaphore s\n" + "collective.all_reduce dst=b src=a" + groups_a +
+         " sem=s\ncollective.all_reduce dst=d src=c" + groups_b + " sem=s\nsem.wait sem=s count=2\n";
+}
+
+TEST(Spmd, ConcurrentAllReducesOnDisjointAxesTakeTheLongerOfTheirTimes) {
+  // 4x4 v5e torus (w = 4.5e10, h = 1 us): 16 MiB over the x rings and 8 MiB
+  // over the y rings. They share no link, so together they end with the
+  // longer one, T_x = 283.6 us (T_y = 143.8 us); one at a time, T_x + T_y.
+  const std::string x = " groups=[[0,1,2,3],[4,5,6,7],[8,9,10,11],[12,13,14,15]]";
+  const std::string y = " groups=[[0,4,8,12],[1,5,9,13],[2,6,10,14],[3,7,11,15]]";
+  const std::string prog = two_all_reduces("[1024, 8192]", x, "[512, 8192]", y);
+  const double tx = ring_all_reduce(4, kV, 4.5e10, 1e-6);
+  const double ty = ring_all_reduce(4, kV / 2, 4.5e10, 1e-6);
+  const std::vector<std::string> torus{"system.topology=[4,4]", "system.wraparound=[true,true]"};
+  auto serial_sets = torus;
+  serial_sets.push_back("ici.concurrent_collectives=1");
+  for (SpmdMode mode : {SpmdMode::kSymmetric, SpmdMode::kFull}) {
+    const json together = run_spmd("v5e", torus, {prog}, mode);
+    const json serial = run_spmd("v5e", serial_sets, {prog}, mode);
+    EXPECT_NEAR(step_of(together), std::max(tx, ty), 0.03 * tx) << spmd_mode_name(mode);
+    EXPECT_NEAR(step_of(serial), tx + ty, 0.03 * (tx + ty)) << spmd_mode_name(mode);
+    // The per-op rows still sum to the step.
+    EXPECT_TRUE(together["finished"].get<bool>());
+    EXPECT_NEAR(together["attributed"].get<double>(), step_of(together), 1e-9);
+  }
+}
+
+TEST(Spmd, ConcurrentAllReducesOnOneRingShareItsBandwidthButOverlapTheirLatency) {
+  // v5e ring of 8 with h = 20 us, two all-reduces of V = 4 MiB each:
+  // bandwidth term B = 2·7/8·V/(2w) = 81.6 us, latency term L = 2·4·h =
+  // 160 us. Alone B + L; together every link carries both, so 2B + L =
+  // 323.1 us; one at a time 2(B + L) = 483.1 us.
+  const double v = 4.0 * 1024 * 1024;
+  const double b = 2 * 7.0 / 8.0 * v / 9e10;
+  const double l = 8 * 20e-6;
+  EXPECT_NEAR(ring_all_reduce(8, v, 4.5e10, 20e-6), b + l, 1e-12);
+  const std::string prog = two_all_reduces("[1024, 2048]", "", "[1024, 2048]", "");
+  auto sets = kRing8;
+  sets.push_back("ici.hop_latency=20 us");
+  auto serial_sets = sets;
+  serial_sets.push_back("ici.concurrent_collectives=1");
+  const json sym = run_spmd("v5e", sets, {prog}, SpmdMode::kSymmetric);
+  const json full = run_spmd("v5e", sets, {prog}, SpmdMode::kFull);
+  const json serial = run_spmd("v5e", serial_sets, {prog}, SpmdMode::kSymmetric);
+  EXPECT_NEAR(step_of(sym), 2 * b + l, 0.05 * (2 * b + l));
+  EXPECT_NEAR(step_of(full), step_of(sym), 0.02 * step_of(sym));
+  EXPECT_NEAR(step_of(serial), 2 * (b + l), 0.05 * 2 * (b + l));
+  // The collective table keeps each one's time alone.
+  ASSERT_EQ(sym["rows"].size(), 1u);
+  EXPECT_NEAR(sym["rows"][0]["time"].get<double>(), b + l, 0.05 * (b + l));
+  EXPECT_EQ(sym["rows"][0]["count"], 2);
+  EXPECT_TRUE(sym["finished"].get<bool>());
+  EXPECT_TRUE(full["finished"].get<bool>());
+  EXPECT_NEAR(sym["attributed"].get<double>(), step_of(sym), 1e-9);
+  EXPECT_NEAR(full["attributed"].get<double>(), step_of(full), 1e-9);
 }
 
 }  // namespace
