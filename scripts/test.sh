@@ -26,9 +26,9 @@ if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
         -DTPUSIM_BUILD_BENCH=OFF >/dev/null
   cmake --build build/asan -j "$JOBS"
   echo "== ctest (ASan+UBSan, unit tests)"
-  # Corpus-wide lowering: every 4th file here (the Debug pass lowers them all);
+  # Corpus-wide lowering: every 6th file here (the Debug pass lowers them all);
   # the whole corpus takes minutes under ASan.
-  TPUSIM_CORPUS_STRIDE=4 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  TPUSIM_CORPUS_STRIDE=6 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan --output-on-failure -j "$JOBS" -L unit --timeout 900
 fi
 

@@ -143,7 +143,7 @@ TEST(LowerMegacore, NonMegacoreChipsGetOneProgram) {
   EXPECT_EQ(work(l->front().program).core_barriers, 0);
 }
 
-// Every 6th corpus file (every 24th under the sanitizer pass's stride 4)
+// Every 6th corpus file (every 36th under the sanitizer pass's stride 6)
 // lowers for v5p's two cores with the same invariants, and the pair runs to
 // completion on the simulated chip (no core.barrier mismatch, no deadlock).
 TEST(LowerMegacore, CorpusSampleSplitsAndSimulatesOnV5p) {
