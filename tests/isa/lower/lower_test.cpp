@@ -498,7 +498,7 @@ ENTRY e {
 }
 
 // The corpus files, sorted. TPUSIM_CORPUS_STRIDE=N keeps every N-th file
-// (the sanitizer pass of scripts/test.sh uses 4: the whole corpus takes minutes
+// (the sanitizer pass of scripts/test.sh uses 6: the whole corpus takes minutes
 // under ASan and runs in full in the Debug pass).
 std::vector<std::filesystem::path> corpus() {
   std::vector<std::filesystem::path> files;
