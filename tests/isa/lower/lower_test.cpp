@@ -16,6 +16,7 @@
 #include "isa/verifier.h"
 #include "sim/isolated.h"
 #include "sim/simulate.h"
+#include "tests/isa/lower/while_module.h"
 
 namespace tpusim::lower {
 namespace {
@@ -181,28 +182,7 @@ ENTRY e {
 
 TEST(Lower, WhileWithKnownTripCountBecomesRepeat) {
   const ChipConfig c = chip();
-  const auto l = lower_text(R"(HloModule m
-body {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  one = s32[] constant(1)
-  n = s32[] add(i, one)
-  x = f32[256,256] get-tuple-element(p), index=1
-  y = f32[256,256] tanh(x)
-  ROOT t = (s32[], f32[256,256]) tuple(n, y)
-}
-cond {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  k = s32[] constant(10)
-  ROOT lt = pred[] compare(i, k), direction=LT
-}
-ENTRY e {
-  z = s32[] constant(0)
-  a = f32[256,256] parameter(0)
-  t = (s32[], f32[256,256]) tuple(z, a)
-  ROOT w = (s32[], f32[256,256]) while(t), condition=cond, body=body, backend_config={"known_trip_count":{"n":"10"}}
-})",
+  const auto l = lower_text(tpusim::testing::while_module(tpusim::testing::kKnownTripCount10),
                             c);
   const Counts k = count(l.program);
   EXPECT_EQ(k.repeats, 1);
@@ -215,29 +195,7 @@ ENTRY e {
 // induction variable (i = 0 .. 9 step 1 against `i < 10`: 10 iterations).
 TEST(Lower, WhileTripCountFromTheInductionPattern) {
   const ChipConfig c = chip();
-  const auto l = lower_text(R"(HloModule m
-body {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  one = s32[] constant(1)
-  n = s32[] add(i, one)
-  x = f32[256,256] get-tuple-element(p), index=1
-  y = f32[256,256] tanh(x)
-  ROOT t = (s32[], f32[256,256]) tuple(n, y)
-}
-cond {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  k = s32[] constant(10)
-  ROOT lt = pred[] compare(i, k), direction=LT
-}
-ENTRY e {
-  z = s32[] constant(0)
-  a = f32[256,256] parameter(0)
-  t = (s32[], f32[256,256]) tuple(z, a)
-  ROOT w = (s32[], f32[256,256]) while(t), condition=cond, body=body
-})",
-                            c);
+  const auto l = lower_text(tpusim::testing::while_module(""), c);
   std::int64_t repeat = -1;
   for (const auto& i : l.program.code) {
     if (const auto* r = std::get_if<isa::Repeat>(&i.op)) repeat = r->count;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "isa/assembler.h"
+#include "tests/isa/lower/while_module.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
@@ -34,31 +35,9 @@ using testing::write_temp;
 
 // A 10-iteration while loop around tanh of 256x256 f32 (as in the lowering
 // tests), plus an add outside the loop.
-constexpr const char* kWhileModule = R"(HloModule loop
-body {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  one = s32[] constant(1)
-  n = s32[] add(i, one)
-  x = f32[256,256] get-tuple-element(p), index=1
-  y = f32[256,256] tanh(x)
-  ROOT t = (s32[], f32[256,256]) tuple(n, y)
-}
-cond {
-  p = (s32[], f32[256,256]) parameter(0)
-  i = s32[] get-tuple-element(p), index=0
-  k = s32[] constant(10)
-  ROOT lt = pred[] compare(i, k), direction=LT
-}
-ENTRY e {
-  z = s32[] constant(0)
-  a = f32[256,256] parameter(0)
-  t = (s32[], f32[256,256]) tuple(z, a)
-  w = (s32[], f32[256,256]) while(t), condition=cond, body=body, backend_config={"known_trip_count":{"n":"10"}}
-  r = f32[256,256] get-tuple-element(w), index=1
-  ROOT s = f32[256,256] add(r, a)
-}
-)";
+const std::string kWhileModule = tpusim::testing::while_module(
+    tpusim::testing::kKnownTripCount10, /*root_is_while=*/false,
+    "  r = f32[256,256] get-tuple-element(w), index=1\n  ROOT s = f32[256,256] add(r, a)\n");
 
 TEST(CliLower, WritesAProgramThatAssemblesAndVerifies) {
   const std::string out = ::testing::TempDir() + "decode_step.tasm";
