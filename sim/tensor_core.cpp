@@ -610,7 +610,7 @@ TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
   // (No heap-owning locals from here: a deadlocked member never returns.)
   u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
   const double done = spmd_.fabric->wait(ticket);
-  if (chip_.ici.concurrent_collectives > 1) refresh_now();  // the fabric waited
+  refresh_now();  // the fabric may have waited (for the group's last member): the cached time is stale
   u.waiting = {};
   const double rel = std::max(done - t, cycle_s_);
   return Exec{0, rel, rel, rel};

@@ -170,6 +170,24 @@ TEST(Spmd, FullModeCollectiveCompletesAtTheLastMembersIssuePlusNetworkTime) {
   EXPECT_NEAR(j["times"][5][1].get<double>(), kDma32, 0.05 * kDma32);
 }
 
+TEST(Spmd, FullModeLateMemberTimingHoldsWithOneCollectiveInFlight) {
+  // The same late member with one ICI queue per chip: the early members
+  // resume when chip 5 issues and complete with it (their cached time must
+  // follow the fabric's wait), so every chip ends at kDma32 + the all-reduce.
+  std::vector<std::string> programs(8, kAllReduce);
+  programs[5] = std::string(kDmaBuffers) +
+                ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+                "dma.start dst=cv src=c sem=d\nsem.wait sem=d\n"
+                "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  std::vector<std::string> sets = kRing8;
+  sets.push_back("ici.concurrent_collectives=1");
+  const json j = run_spmd("v5e", sets, programs, SpmdMode::kFull);
+  const double expect = kDma32 + kRing8AllReduce;
+  EXPECT_NEAR(step_of(j), expect, 0.05 * expect);
+  ASSERT_EQ(j["times"].size(), 8u);
+  for (const auto& t : j["times"]) EXPECT_NEAR(t[0].get<double>(), step_of(j), 1e-7);
+}
+
 TEST(Spmd, FullModeReportsAMemberThatNeverIssuesInsteadOfHanging) {
   std::vector<std::string> programs(8, kAllReduce);
   programs[3] = ".buffer a hbm bf16 [8, 128]\n";
