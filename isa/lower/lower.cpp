@@ -607,6 +607,9 @@ class Lowerer {
       case Opcode::kDot:
       case Opcode::kConvolution:
         return lower_dot_like(x, &x, {}, nullptr);
+      case Opcode::kDynamicUpdateSlice:
+        if (lower_update_in_place(x)) return true;
+        break;
       default:
         break;
     }
@@ -624,6 +627,72 @@ class Lowerer {
     } else {
       c_.approx(x, "costed as a VMEM stream of its operand and result bytes with VPU passes");
     }
+    return true;
+  }
+
+  // A dynamic-update-slice whose operand has no other user updates that
+  // buffer in place, as XLA's buffer assignment does: the result is the
+  // operand's array, and only the update's rows move (HBM -> VMEM -> the
+  // operand's tiles). The start indices are run-time values: the tiles are
+  // timed at index 0 (same shape and bytes wherever they land). False when
+  // the update does not fit this form; the caller streams a copy instead.
+  bool lower_update_in_place(const Instruction& x) {
+    if (x.operand_count() < 2 || !x.shape().is_array()) return false;
+    const Instruction& base = *x.operand(0);
+    const Instruction& upd = *x.operand(1);
+    if (base.users().size() != 1 || !upd.shape().is_array() || base.shape().rank() != upd.shape().rank()) return false;
+    const hlo::Shape& ds = base.shape();
+    const hlo::Shape& us = upd.shape();
+    const int n = ds.rank();
+    if (n == 0) return false;
+    // Blocks of contiguous rows in the [rows, last dim] view: the update's
+    // leading dims up to the last partial one (k) enumerate blocks; the dims
+    // after k (all full) form each block's rows.
+    int k = -1;
+    for (int d = 0; d + 1 < n; ++d) {
+      if (us.dim(d) != ds.dim(d)) k = d;
+    }
+    std::int64_t blocks = 1, rows_per_block = 1;
+    for (int d = 0; d <= k; ++d) blocks *= std::max<std::int64_t>(1, us.dim(d));
+    for (int d = k + 1; d + 1 < n; ++d) rows_per_block *= std::max<std::int64_t>(1, us.dim(d));
+    if (blocks > 256) return false;  // a program of many tiny DMAs: stream a copy instead
+    const Array a = leaf0(x, 0);
+    Array u = leaf0(x, 1);
+    // The update in its own logical view (a bitcast may have given it another).
+    const std::int64_t cols = std::max<std::int64_t>(1, us.dim(n - 1)) * stored_type(us.element_type()).width;
+    if (u.elements != std::max<std::int64_t>(1, us.element_count()) || u.dtype != a.dtype || cols > a.cols ||
+        blocks * c_.vmem_footprint(u.dtype, rows_per_block, cols) > c_.vmem_budget()) {
+      return false;
+    }
+    if (u.rows != blocks * rows_per_block || u.cols != cols) u = c_.view(u, blocks * rows_per_block, cols);
+    vals_[&x] = operand(x, 0);  // the result is the operand's buffer
+    section(x, false);
+    if (c_.opt.core == 0) {  // megacore: a small update, on core 0
+      const isa::SemRef sem = c_.sem("dus");
+      // One staging buffer per block (each whole, so VMEM-tile aligned).
+      std::vector<std::uint32_t> staged;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        staged.push_back(c_.vmem("dus.update", u.dtype, rows_per_block, cols));
+        c_.dma(c_.whole(staged.back()), c_.tile(u.buffer, b * rows_per_block, rows_per_block, 0, cols), sem);
+      }
+      c_.wait(sem, blocks);
+      // Block b covers operand rows from the linear index of the update's
+      // leading indices (b's digits in dims 0..k, at start index 0).
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        std::int64_t rest = b, row0 = 0, stride = rows_per_block;
+        for (int d = k; d >= 0; --d) {
+          const std::int64_t ud = std::max<std::int64_t>(1, us.dim(d));
+          row0 += (rest % ud) * stride;
+          rest /= ud;
+          stride *= std::max<std::int64_t>(1, ds.dim(d));
+        }
+        c_.dma(c_.tile(a.buffer, row0, rows_per_block, 0, cols), c_.whole(staged[static_cast<std::size_t>(b)]), sem);
+      }
+      c_.wait(sem, blocks);
+    }
+    c_.note(x, NoteKind::kLowered,
+            "in place: " + std::to_string(blocks) + " tile(s) of " + std::to_string(rows_per_block) + " x " +
+                std::to_string(cols) + " written into the operand's buffer (dynamic start indices timed at 0)");
     return true;
   }
 

@@ -204,6 +204,67 @@ TEST(Lower, WhileTripCountFromTheInductionPattern) {
   EXPECT_TRUE(l.report.approximations.empty()) << l.report.approximations.front();
 }
 
+// A KV-cache-like update: bf16[4,64,8,128] with a new row per sequence at a
+// run-time position, bf16[4,1,8,128]. The cache has no other user, so it is
+// updated in place: 4 blocks (one per sequence) of 8 rows x 128 in the cache's
+// [4*64*8, 128] view, at rows b*64*8 (start index 0), and only the update's
+// 4*8*128*2 = 8 KiB is read; the result is the cache's own buffer.
+TEST(Lower, DynamicUpdateSliceOfASoleUserIsInPlace) {
+  const ChipConfig c = chip();
+  const std::string text = R"(HloModule m
+ENTRY e {
+  cache = bf16[4,64,8,128] parameter(0)
+  row = bf16[4,1,8,128] parameter(1)
+  pos = s32[] parameter(2)
+  z = s32[] constant(0)
+  ROOT u = bf16[4,64,8,128] dynamic-update-slice(cache, row, z, pos, z, z)
+})";
+  const auto l = lower_text(text, c);
+  std::vector<isa::TileRef> into_cache;
+  std::int64_t read = 0;
+  for (const auto& i : l.program.code) {
+    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
+      const auto& dst = l.program.buffers[d->dst.buffer];
+      const auto& src = l.program.buffers[d->src.buffer];
+      if (dst.name == "cache") into_cache.push_back(d->dst);
+      if (src.space == isa::MemSpace::kHbm) read += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
+    }
+  }
+  ASSERT_EQ(into_cache.size(), 4u);
+  for (std::size_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(into_cache[b].row, static_cast<std::int64_t>(b) * 64 * 8);
+    EXPECT_EQ(into_cache[b].rows, 8);
+    EXPECT_EQ(into_cache[b].cols, 128);
+  }
+  EXPECT_EQ(read, 4 * 8 * 128 * 2);
+  for (const auto& b : l.program.buffers) EXPECT_NE(b.name, "u") << "the result aliases the cache";
+  expect_verifies(l.program, c);
+
+  // With a second user of the cache the update cannot overwrite it: a copy
+  // of the whole cache (4*64*8*128*2 = 512 KiB read) is streamed instead.
+  const auto copy = lower_text(R"(HloModule m
+ENTRY e {
+  cache = bf16[4,64,8,128] parameter(0)
+  row = bf16[4,1,8,128] parameter(1)
+  pos = s32[] parameter(2)
+  z = s32[] constant(0)
+  u = bf16[4,64,8,128] dynamic-update-slice(cache, row, z, pos, z, z)
+  n = bf16[4,64,8,128] negate(cache)
+  ROOT t = (bf16[4,64,8,128], bf16[4,64,8,128]) tuple(u, n)
+})",
+                               c);
+  std::int64_t cache_read = 0;
+  for (const auto& i : copy.program.code) {
+    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
+      const auto& src = copy.program.buffers[d->src.buffer];
+      if (src.name == "cache" && copy.program.provenance(i) == "u") {
+        cache_read += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
+      }
+    }
+  }
+  EXPECT_EQ(cache_read, 4 * 64 * 8 * 128 * 2);
+}
+
 TEST(Lower, UnsupportedOpsAreApproximatedAndLabelled) {
   const ChipConfig c = chip();
   const auto l = lower_text(R"(HloModule m
