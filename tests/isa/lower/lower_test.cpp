@@ -519,6 +519,14 @@ ENTRY e {
 // The corpus files, sorted. TPUSIM_CORPUS_STRIDE=N keeps every N-th file
 // (the sanitizer pass of scripts/test.sh uses 6: the whole corpus takes minutes
 // under ASan and runs in full in the Debug pass).
+// True when TPUSIM_CORPUS_STRIDE samples the corpus: the >= 90% ratio is a
+// property of the whole corpus (asserted in the Debug pass); a sample (the
+// sanitizer pass) checks memory safety and lists what fails.
+bool corpus_sampled() {
+  const char* stride_env = std::getenv("TPUSIM_CORPUS_STRIDE");
+  return stride_env != nullptr && std::strtol(stride_env, nullptr, 10) > 1;
+}
+
 std::vector<std::filesystem::path> corpus() {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path dir = std::filesystem::path(TPUSIM_SHARED_DIR) / "refs/hlo-corpus/files";
@@ -567,7 +575,9 @@ TEST(LowerCorpus, LowersAndVerifies) {
   }
   std::printf("corpus: %d modules, %d lower, %d verify clean (%.1f%%)\n%s", modules, lowered, verified,
               modules ? 100.0 * verified / modules : 0.0, failures.c_str());
-  EXPECT_GE(verified * 10, modules * 9);
+  if (!corpus_sampled()) {
+    EXPECT_GE(verified * 10, modules * 9);
+  }
 }
 
 // Lowers and simulates every corpus module, each in a forked child.
@@ -602,7 +612,9 @@ TEST(LowerCorpus, LowersAndSimulates) {
   }
   std::printf("corpus: %d of %d modules lower and simulate (%.1f%%)\n%s", ok, modules,
               modules ? 100.0 * ok / modules : 0.0, failures.c_str());
-  EXPECT_GE(ok * 10, modules * 9);
+  if (!corpus_sampled()) {
+    EXPECT_GE(ok * 10, modules * 9);
+  }
 }
 
 }  // namespace
