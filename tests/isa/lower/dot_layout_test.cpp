@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/config_loader.h"
+#include "tests/isa/lower/preset.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
@@ -17,11 +18,7 @@
 namespace tpusim::lower {
 namespace {
 
-ChipConfig chip(const char* name = "v5e") {
-  auto c = load_config(name);
-  EXPECT_TRUE(c.ok());
-  return c.value().chip;
-}
+ChipConfig chip(const char* name = "v5e") { return tpusim::testing::preset(name); }
 
 Lowered lower_text(const std::string& text, const ChipConfig& c) {
   auto m = hlo::parse_hlo_module(text, "test.hlo");

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/config_loader.h"
+#include "tests/isa/lower/preset.h"
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 #include "isa/verifier.h"
@@ -21,11 +22,7 @@
 namespace tpusim::lower {
 namespace {
 
-ChipConfig chip(const char* name = "v5e") {
-  auto c = load_config(name);
-  EXPECT_TRUE(c.ok());
-  return c.value().chip;
-}
+ChipConfig chip(const char* name = "v5e") { return tpusim::testing::preset(name); }
 
 struct Counts {
   std::int64_t dmas = 0, dma_bytes = 0, vpu = 0, eup = 0, xlu = 0, matmuls = 0, loads = 0, pops = 0, repeats = 0,
@@ -361,8 +358,17 @@ ENTRY e {
 // of it (memory-bound skinny dots; the compute-bound v5e case is above).
 //   v5e [16,8192]x[8192,8192]: 128 MiB of weights / 819 GB/s = 0.164 ms
 //   (2.1 GFLOP / 196.6 TFLOP/s = 0.011 ms): memory-bound.
+// The entry bodies of the single-dot cases: x[16,8192] @ W[8192,8192]
+// (memory-bound: 128 MiB of weights) and 4096^3 (compute-bound).
+constexpr const char* kSkinnyDot = R"(  a = bf16[16,8192] parameter(0)
+  b = bf16[8192,8192] parameter(1)
+  ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})";
+constexpr const char* kSquareDot4096 = R"(  a = bf16[4096,4096] parameter(0)
+  b = bf16[4096,4096] parameter(1)
+  ROOT d = bf16[4096,4096] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})";
+
 // Megacore presets (v5p) run one program per TensorCore (lower_for_chip).
-void expect_dot_near_bound(const char* preset, const std::string& shapes, double max_ratio = 1.15) {
+void expect_dot_near_bound(const char* preset, const std::string& shapes) {
   const ChipConfig c = chip(preset);
   auto m = hlo::parse_hlo_module("HloModule m\nENTRY e {\n" + shapes + "\n}", "dot.hlo");
   ASSERT_TRUE(m.ok()) << format_all(m.errors());
@@ -380,13 +386,11 @@ void expect_dot_near_bound(const char* preset, const std::string& shapes, double
   std::printf("%s (%zu core programs): simulated %.6f ms, roofline %.6f ms, ratio %.4f; %s\n", preset, l->size(),
               r->seconds * 1e3, bound * 1e3, r->seconds / bound, l->front().report.tilings[0].c_str());
   EXPECT_GE(r->seconds, bound);
-  EXPECT_LE(r->seconds, max_ratio * bound);
+  EXPECT_LE(r->seconds, 1.15 * bound);
 }
 
 TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV5e) {
-  expect_dot_near_bound("v5e", R"(  a = bf16[16,8192] parameter(0)
-  b = bf16[8192,8192] parameter(1)
-  ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
+  expect_dot_near_bound("v5e", kSkinnyDot);
 }
 
 // v5p is a megacore chip: its roofline counts both TensorCores (459 TFLOP/s
@@ -395,15 +399,11 @@ TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV5e) {
 //   = 0.036 ms): compute-bound.
 //   [16,8192]x[8192,8192]: 128 MiB / 2.765 TB/s = 0.0485 ms: memory-bound.
 TEST(LowerSim, LargeBf16DotNearRooflineOnMegacoreV5p) {
-  expect_dot_near_bound("v5p", R"(  a = bf16[4096,4096] parameter(0)
-  b = bf16[4096,4096] parameter(1)
-  ROOT d = bf16[4096,4096] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
+  expect_dot_near_bound("v5p", kSquareDot4096);
 }
 
 TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnMegacoreV5p) {
-  expect_dot_near_bound("v5p", R"(  a = bf16[16,8192] parameter(0)
-  b = bf16[8192,8192] parameter(1)
-  ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
+  expect_dot_near_bound("v5p", kSkinnyDot);
 }
 
 // v6e: 2 MXUs of 256x256 at 3.5 GHz (918 TFLOP/s): 4096^3 bf16 = 1.374e11
@@ -411,15 +411,11 @@ TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnMegacoreV5p) {
 // (0.102 ms), so the operand loads and the output write-back must overlap
 // the MXUs for the dot to stay within 15% of its bound.
 TEST(LowerSim, LargeBf16DotNearRooflineOnV6e) {
-  expect_dot_near_bound("v6e", R"(  a = bf16[4096,4096] parameter(0)
-  b = bf16[4096,4096] parameter(1)
-  ROOT d = bf16[4096,4096] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
+  expect_dot_near_bound("v6e", kSquareDot4096);
 }
 
 TEST(LowerSim, MemoryBoundSkinnyDotNearHbmBoundOnV6e) {
-  expect_dot_near_bound("v6e", R"(  a = bf16[16,8192] parameter(0)
-  b = bf16[8192,8192] parameter(1)
-  ROOT d = bf16[16,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
+  expect_dot_near_bound("v6e", kSkinnyDot);
 }
 
 // Lowers and simulates an HLO module in a forked child (one SystemC

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/config_loader.h"
+#include "tests/isa/lower/preset.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
@@ -18,11 +19,7 @@
 namespace tpusim::lower {
 namespace {
 
-ChipConfig chip(const char* name) {
-  auto c = load_config(name);
-  EXPECT_TRUE(c.ok());
-  return c.value().chip;
-}
+ChipConfig chip(const char* name = "v5e") { return tpusim::testing::preset(name); }
 
 struct Work {
   double mxu_flops = 0;        // 2 x rows x K x N of every matmul, repeats expanded
