@@ -143,15 +143,11 @@ Result<std::uint64_t> CollectiveFabric::admit(
   return id;
 }
 
-double CollectiveFabric::wait_job(std::uint64_t id, double base) {
-  // Nothing heap-owning on this stack (see wait()).
-  while (true) {
-    const Job& j = jobs_.at(id);
-    const double completion = base + j.seconds;
-    const double now = sc_core::sc_time_stamp().to_seconds();
-    if (completion <= now + kEps) return completion;
-    sc_core::wait(sc_core::sc_time(completion - now, sc_core::SC_SEC), *j.changed);
-  }
+CollectiveFabric::Poll CollectiveFabric::poll_job(std::uint64_t id, double base) const {
+  const Job& j = jobs_.at(id);
+  const double completion = base + j.seconds;
+  if (completion <= sc_core::sc_time_stamp().to_seconds() + kEps) return Poll{true, completion, nullptr, 0};
+  return Poll{false, 0, j.changed.get(), completion};
 }
 
 void CollectiveFabric::release(std::uint64_t id) {
@@ -252,33 +248,28 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
   return Ticket{-1, {ordinal, gi}, 0};
 }
 
-double CollectiveFabric::wait(const Ticket& ticket) {
-  if (ticket.completion >= 0) return ticket.completion;
+CollectiveFabric::Poll CollectiveFabric::poll(const Ticket& ticket) {
+  if (ticket.completion >= 0) return Poll{true, ticket.completion, nullptr, 0};
   if (ticket.job != 0) {  // symmetric mode, concurrent collectives
-    const double completion = wait_job(ticket.job, jobs_.at(ticket.job).start);
-    jobs_.at(ticket.job).refs -= 1;
-    release(ticket.job);
-    return completion;
+    const Poll p = poll_job(ticket.job, jobs_.at(ticket.job).start);
+    if (p.ready) {
+      jobs_.at(ticket.job).refs -= 1;
+      release(ticket.job);
+    }
+    return p;
   }
-  // Nothing on this stack owns heap memory: a member that never arrives
-  // leaves this coroutine suspended forever (never unwound).
-  while (true) {
-    const Instance& inst = pending_.at(ticket.instance);
-    if (inst.completion >= 0 || inst.job != 0) break;
-    sc_core::wait(*inst.done);
-  }
-  Instance* inst = &pending_.at(ticket.instance);
-  const double completion = inst->job != 0 ? wait_job(inst->job, inst->last_issue) : inst->completion;
-  inst = &pending_.at(ticket.instance);  // (std::map: the reference stays valid; re-read for clarity)
-  if (++inst->consumed == inst->expected) {
-    const std::uint64_t job = inst->job;
+  Instance& inst = pending_.at(ticket.instance);
+  if (inst.completion < 0 && inst.job == 0) return Poll{false, 0, inst.done.get()};
+  const Poll p = inst.job != 0 ? poll_job(inst.job, inst.last_issue) : Poll{true, inst.completion, nullptr, 0};
+  if (p.ready && ++inst.consumed == inst.expected) {
+    const std::uint64_t job = inst.job;
     pending_.erase(ticket.instance);
     if (job != 0) {
       jobs_.at(job).refs -= 1;
       release(job);
     }
   }
-  return completion;
+  return p;
 }
 
 CollectiveFabric::Counters CollectiveFabric::counters() const {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,12 +71,19 @@ class CollectiveFabric {
   // messages.
   Result<Ticket> issue(std::int64_t device, const isa::Program& program, std::uint32_t pc, std::uint64_t ordinal,
                        const std::string& where);
-  // The absolute completion time in seconds; in full mode waits (SystemC)
-  // until every member of the group has issued it; with concurrent
-  // collectives waits until the completion (which later collectives may
-  // push back). Split from issue() so the
-  // caller holds no heap-owning temporaries while it waits.
-  double wait(const Ticket& ticket);
+  // Where a ticket stands at the current simulated time. Ready: the
+  // collective completes at `completion` (absolute seconds) and the ticket
+  // is used up. Not ready: in full mode not every member of the group has
+  // issued it; with concurrent collectives its completion (which later
+  // collectives may push back) is still ahead. The caller waits for `event`
+  // or until `until_s` (either may be absent) and polls again.
+  struct Poll {
+    bool ready = false;
+    double completion = 0;
+    const sc_core::sc_event* event = nullptr;
+    double until_s = std::numeric_limits<double>::infinity();
+  };
+  Poll poll(const Ticket& ticket);
 
   [[nodiscard]] SpmdMode mode() const { return mode_; }
   [[nodiscard]] std::int64_t num_devices() const { return timer_.num_devices(); }
@@ -138,8 +146,8 @@ class CollectiveFabric {
   // Starts a job at `now` in the busy period and re-times the period.
   Result<std::uint64_t> admit(const CollectiveRequest& request, double now,
                               std::pair<std::uint64_t, std::pair<const isa::Program*, std::uint32_t>> key);
-  // Waits until `base` + the job's (possibly growing) time; returns it.
-  double wait_job(std::uint64_t id, double base);
+  // The job's completion, `base` + its (possibly growing) time: ready once reached.
+  Poll poll_job(std::uint64_t id, double base) const;
   void release(std::uint64_t id);
 
   SpmdMode mode_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <type_traits>
@@ -12,25 +13,13 @@
 #include "sim/instruction_cost.h"
 #include "sim/mxu_timing.h"
 
-// Speed notes (issue 5; figures: callgrind Ir per simulated instruction of
-// the mixed MXU/VPU/EUP/DMA benchmark program, Release).
-//  * The results depend on the order in which SystemC runs processes that
-//    wake at the same simulated time (it decides who reserves VMEM/HBM first
-//    and which DMA engine has the shortest queue), and that order follows the
-//    kernel's timed-event heap. So every change here keeps the set and order
-//    of waits and notifications exactly; only the work between them shrank
-//    (6240 -> 4165 Ir): the scoreboard drops completed accesses as it scans
-//    and never records DMA accesses, costs and tile uses are memoized by pc,
-//    no heap allocation per instruction, the time is read once per activation.
-//  * What remains is ~19 process activations per loop iteration of 4
-//    instructions, ~620 Ir of kernel each (~2900 of the 4165). Fewer waits
-//    (e.g. waking an idle unit directly at the entry's visible time, -10%)
-//    perturb same-time ordering: 3 of the HLO workloads then pick other DMA
-//    engines (mlp_train_step +0.43% cycles, the unoptimized transformer
-//    layer +0.04%, layernorm_softmax same cycles, other stats differ).
-//    Getting below ~1500 Ir needs
-//    an explicit, deterministic same-time order (one scheduler per core),
-//    which changes results wherever ties occur and needs re-baselining.
+// Speed notes (issue 5): the sequencer and the units are coroutines of one
+// scheduler per core (sim/core_scheduler.h) with its own deterministic order
+// of same-time events, instead of a SystemC thread each (~600 instructions
+// of kernel work per switch, ~5 switches per simulated instruction). Beyond
+// that the work per instruction is kept small: the scoreboard drops
+// completed accesses as it scans and never records DMA accesses, costs and
+// tile uses are memoized by pc, no heap allocation per instruction.
 namespace tpusim {
 
 using sc_core::sc_time;
@@ -100,7 +89,7 @@ struct TensorCore::Unit {
     TileUses uses;
   };
   std::array<UsesMemo, 8> uses_memo;
-  sc_core::sc_event pushed;
+  CoSignal pushed;
   int track = -1;
   Waiting waiting;  // what the front instruction waits for (deadlock report)
   std::uint64_t collective = 0;  // ICI: the ordinal of the collective being executed
@@ -210,11 +199,13 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   loop_policy_ = LoopPolicy::from(chip.simulation);
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
-  sc_core::sc_spawn([this] { sequencer(); }, "sequencer");
-  for (auto& u : units_) {
-    Unit* raw = u.get();
-    sc_core::sc_spawn([this, raw] { run_unit(*raw); }, sc_core::sc_gen_unique_name(raw->name.c_str()));
-  }
+  // Run ahead of the kernel's clock only when no other SystemC process needs
+  // this core's accesses in time order: one TensorCore (its HBM to itself),
+  // no fabric, no other core to meet.
+  sched_ = std::make_unique<CoreScheduler>(spmd.fabric == nullptr && core_sync == nullptr, time_res_fs_);
+  sched_->spawn(sequencer());
+  for (auto& u : units_) sched_->spawn(run_unit(*u));
+  sc_core::sc_spawn([this] { sched_->run(); }, "scheduler");
 }
 
 TensorCore::~TensorCore() = default;
@@ -225,9 +216,9 @@ sc_time TensorCore::seconds(double s) const {
   return sc_time::from_value(static_cast<sc_time::value_type>(static_cast<std::int64_t>(ticks)));
 }
 
-void TensorCore::wait_until(double t) {
+CoreScheduler::At TensorCore::until(double t) const {
   const double dt = t - now();
-  if (dt > kTimeEps) sleep(seconds(dt));
+  return sched_->at(dt > kTimeEps ? sched_->now() + seconds(dt).value() : 0);
 }
 
 sc_time TensorCore::cycles(double n) const { return n == 1 ? one_cycle_ : seconds(n * cycle_s_); }
@@ -332,18 +323,7 @@ std::uint32_t TensorCore::dependencies(std::uint32_t pc, std::uint64_t id, Unit&
   return static_cast<std::uint32_t>(deps.size());
 }
 
-void TensorCore::dispatch(std::uint32_t pc) {
-  const isa::Instruction& inst = program_.code[pc];
-  Unit& u = unit_for(inst);
-  const double stall_from = now();
-  while (u.queue.size() >= kQueueDepth) {
-    sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, static_cast<std::uint32_t>(&u - units_.front().get()), 0};
-    ++popped_waiters_;
-    sleep(any_popped_);
-    --popped_waiters_;
-  }
-  stall_queue_ += (now() - stall_from) / cycle_s_;
-  sequencer_waiting_ = {};
+void TensorCore::dispatch(std::uint32_t pc, Unit& u) {
   const std::uint64_t id = next_dyn_;
   push_dyn(pc);
   const std::uint32_t ndeps = dependencies(pc, id, u);
@@ -351,7 +331,7 @@ void TensorCore::dispatch(std::uint32_t pc) {
       Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps, 0});
   if (u.kind == isa::Unit::kIci) u.queue.back().collective = collectives_dispatched_++;
   instructions_ += 1;
-  if (u.idle) u.pushed.notify(sc_core::SC_ZERO_TIME);
+  if (u.idle) sched_->notify(u.pushed);
 }
 
 void TensorCore::push_dyn(std::uint32_t pc) {
@@ -366,7 +346,7 @@ void TensorCore::push_dyn(std::uint32_t pc) {
   ++next_dyn_;
 }
 
-void TensorCore::wait_all_done(bool include_collectives) {
+CoTask TensorCore::wait_all_done(bool include_collectives) {
   while (true) {
     bool pending = false;
     double latest = now();
@@ -380,21 +360,18 @@ void TensorCore::wait_all_done(bool include_collectives) {
       }
     }
     if (pending) {
-      ++popped_waiters_;
-      sleep(any_popped_);
-      --popped_waiters_;
+      co_await CoreScheduler::on(any_popped_);
       continue;
     }
     if (latest > now() + kTimeEps) {
-      wait_until(latest);
+      co_await until(latest);
       continue;
     }
-    return;
+    co_return;
   }
 }
 
-void TensorCore::sequencer() {
-  refresh_now();
+CoTask TensorCore::sequencer() {
   // Matching repeat/end pairs. (Members, not locals: a deadlocked sequencer's
   // coroutine is never unwound, so its stack must own no heap memory.)
   std::vector<std::uint32_t>& match = repeat_match_;
@@ -416,7 +393,7 @@ void TensorCore::sequencer() {
     }
     if (!open.empty()) error_ = fmt::format("{}: `repeat` without `end`", where(open.back()));
   }
-  if (!error_.empty()) return;
+  if (!error_.empty()) co_return;
 
   std::vector<Loop>& loops = loops_;
   const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
@@ -441,7 +418,8 @@ void TensorCore::sequencer() {
           l.total = r.count;
           if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
           l.key = {pc, loop_entries_[pc]++};
-          if (loop_policy_.warmup == 0) loop_boundary(l);  // boundary 0: the loop's entry
+          bool skip = false;  // (never at the entry: no samples yet)
+          if (loop_policy_.warmup == 0) co_await loop_boundary(l, skip);  // boundary 0: the loop's entry
         }
       }
     } else if (op == isa::Opcode::kEnd) {
@@ -449,7 +427,9 @@ void TensorCore::sequencer() {
         next = loops.back().begin;
         if (loops.back().sampled) {
           ++loops.back().done;
-          if (loop_boundary(loops.back())) next = pc + 1;  // the rest was extrapolated
+          bool skip = false;
+          co_await loop_boundary(loops.back(), skip);
+          if (skip) next = pc + 1;  // the rest was extrapolated
         }
       }
       if (next == pc + 1 && !loops.empty()) {
@@ -461,7 +441,7 @@ void TensorCore::sequencer() {
       const double from = now();
       while (sem_[w.sem.id] < w.count) {
         sequencer_waiting_ = Waiting{Waiting::Kind::kSemaphore, pc, w.sem.id, w.count};
-        sleep(sem_changed_);
+        co_await CoreScheduler::on(sem_changed_);
       }
       sequencer_waiting_ = {};
       sem_[w.sem.id] -= w.count;
@@ -469,29 +449,38 @@ void TensorCore::sequencer() {
     } else if (op == isa::Opcode::kSemSignal) {
       const auto& s = std::get<isa::SemSignal>(inst.op);
       sem_[s.sem.id] += s.count;
-      sem_changed_.notify(sc_core::SC_ZERO_TIME);
+      sched_->notify(sem_changed_);
     } else if (op == isa::Opcode::kBarrier) {
       const double from = now();
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
-      wait_all_done();
+      co_await wait_all_done();
       sequencer_waiting_ = {};
       stall_barrier_ += (now() - from) / cycle_s_;
     } else if (op == isa::Opcode::kCoreBarrier) {
       const double from = now();
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
-      wait_all_done(false);
+      co_await wait_all_done(false);
       if (core_sync_ != nullptr) {
         sequencer_waiting_ = Waiting{Waiting::Kind::kCoreBarrier, pc, 0, 0};
         const std::uint64_t generation = core_sync_->arrive();
-        while (core_sync_->generation() == generation) sleep(core_sync_->released());
+        while (core_sync_->generation() == generation) co_await sched_->external(&core_sync_->released());
       }
       sequencer_waiting_ = {};
       stall_core_barrier_ += (now() - from) / cycle_s_;
     } else {
-      dispatch(pc);
+      Unit& u = unit_for(inst);
+      const double stall_from = now();
+      while (u.queue.size() >= kQueueDepth) {
+        sequencer_waiting_ =
+            Waiting{Waiting::Kind::kQueueSlot, pc, static_cast<std::uint32_t>(&u - units_.front().get()), 0};
+        co_await CoreScheduler::on(any_popped_);
+      }
+      stall_queue_ += (now() - stall_from) / cycle_s_;
+      sequencer_waiting_ = {};
+      dispatch(pc, u);
     }
     if (++issued_this_cycle >= width) {
-      sleep(cycles(1));
+      co_await sched_->at(sched_->now() + one_cycle_.value());
       issued_this_cycle = 0;
     }
     pc = next;
@@ -499,7 +488,7 @@ void TensorCore::sequencer() {
   program_done_ = true;
   if (coordinator_ != nullptr && coordinator_index_ == 0) coordinator_->leader_finished();
   sequencer_waiting_ = Waiting{Waiting::Kind::kEnd, 0, 0, 0};
-  wait_all_done();
+  co_await wait_all_done();
   sequencer_waiting_ = {};
   retire();
   end_s_ = retired_until_s_;
@@ -514,46 +503,58 @@ void TensorCore::sequencer() {
   finished_ = true;
 }
 
-void TensorCore::wait_for(std::uint64_t id, Unit& u) {
-  if (id < dyn_base_) return;
-  while (dyn(id).start < 0) {
-    u.waiting = Waiting{Waiting::Kind::kStart, dyn(id).pc, 0, 0};
-    ++started_waiters_;
-    sleep(any_started_);
-    --started_waiters_;
-  }
-  const double done = dyn(id).done;
-  if (done > now() + kTimeEps) {
-    u.waiting = Waiting{Waiting::Kind::kComplete, dyn(id).pc, 0, 0};
-    wait_until(done);
-  }
-  u.waiting = {};
-}
-
-void TensorCore::run_unit(Unit& u) {
-  refresh_now();
+CoTask TensorCore::run_unit(Unit& u) {
   while (true) {
     while (u.queue.empty()) {
       u.idle = true;
-      sleep(u.pushed);
+      co_await CoreScheduler::on(u.pushed);
       u.idle = false;
     }
     const Unit::Entry entry = u.queue.front();
     const std::uint64_t id = entry.id;
-    wait_until(entry.visible_at);
+    co_await until(entry.visible_at);
     const double dep_from = now();
     // By index: the sequencer may append to dep_ids while this unit waits.
-    for (std::uint32_t k = 0; k < entry.deps; ++k) wait_for(u.dep_ids[k], u);
+    for (std::uint32_t k = 0; k < entry.deps; ++k) {
+      const std::uint64_t dep = u.dep_ids[k];
+      // (A record dropped from the ring has started and completed.)
+      while (dep >= dyn_base_ && dyn(dep).start < 0) {
+        u.waiting = Waiting{Waiting::Kind::kStart, dyn(dep).pc, 0, 0};
+        co_await CoreScheduler::on(any_started_);
+      }
+      if (dep >= dyn_base_ && dyn(dep).done > now() + kTimeEps) {
+        u.waiting = Waiting{Waiting::Kind::kComplete, dyn(dep).pc, 0, 0};
+        co_await until(dyn(dep).done);
+      }
+      u.waiting = {};
+    }
     *u.dep_stall += (now() - dep_from) / cycle_s_;
-    const isa::Instruction& inst = program_.code[dyn(id).pc];
-    // Exec times are relative to when execute() was called (a collective in
-    // full mode waits inside it for the other members of its group).
+    const std::uint32_t pc = dyn(id).pc;
+    const isa::Instruction& inst = program_.code[pc];
+    // Exec times are relative to when the instruction was taken (a collective
+    // in full mode waits for the other members of its group).
     const double t = now();
     u.collective = entry.collective;
-    const Exec e = execute(u, inst, dyn(id));
-    if (!error_.empty()) return;
-    // A collective waits inside execute() (for its group, or its completion
-    // while others are in flight); the ring may have grown meanwhile.
+    Exec e;
+    if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
+      CollectiveFabric::Ticket ticket;
+      if (!issue_collective(u, pc, ticket)) co_return;
+      CollectiveFabric::Poll p = spmd_.fabric->poll(ticket);
+      while (!p.ready) {
+        u.waiting = Waiting{Waiting::Kind::kCollective, pc, 0, 0};
+        const double dt = p.until_s - now();
+        co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + seconds(std::max(dt, 0.0)).value()
+                                                             : CoreScheduler::kNever);
+        p = spmd_.fabric->poll(ticket);
+      }
+      u.waiting = {};
+      const double rel = std::max(p.completion - t, cycle_s_);
+      e = Exec{0, rel, rel, rel};
+    } else {
+      e = execute(u, inst, dyn(id));
+    }
+    if (!error_.empty()) co_return;
+    // A collective waits for its group or completion; the ring may have grown meanwhile.
     Dyn& d = dyn(id);
     d.start = t + e.begin;
     d.done = t + e.done;
@@ -574,13 +575,13 @@ void TensorCore::run_unit(Unit& u) {
       trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, shown,
                     shown + (t + std::max(e.busy_end, e.begin + cycle_s_) - d.start));
     }
-    if (started_waiters_ > 0) any_started_.notify(sc_core::SC_ZERO_TIME);
+    if (CoreScheduler::has_waiters(any_started_)) sched_->notify(any_started_);
     const double done_at = d.done;  // (no Dyn reference across a wait: the ring may grow)
     retire();
-    wait_until(t + e.free);
+    co_await until(t + e.free);
     // Asynchronous units signal their semaphore when the transfer completes.
     if (u.kind == isa::Unit::kDma || u.kind == isa::Unit::kIci) {
-      wait_until(done_at);
+      co_await until(done_at);
       std::visit(
           [&](const auto& o) {
             if constexpr (requires { o.sem; }) {
@@ -588,39 +589,26 @@ void TensorCore::run_unit(Unit& u) {
             }
           },
           inst.op);
-      sem_changed_.notify(sc_core::SC_ZERO_TIME);
+      sched_->notify(sem_changed_);
     }
     u.queue.pop_front();
     for (std::uint32_t k = 0; k < entry.deps; ++k) u.dep_ids.pop_front();
-    if (popped_waiters_ > 0) any_popped_.notify(sc_core::SC_ZERO_TIME);
+    if (CoreScheduler::has_waiters(any_popped_)) sched_->notify(any_popped_);
   }
 }
 
-TensorCore::Exec TensorCore::execute_collective(Unit& u, Dyn& d) {
-  const double t = now();
-  CollectiveFabric::Ticket ticket;
-  {
-    auto issued = spmd_.fabric->issue(spmd_.device, program_, d.pc, u.collective, where(d.pc));
-    if (!issued.ok()) {
-      error_ = issued.errors().front().message;
-      return {};
-    }
-    ticket = *issued;
+bool TensorCore::issue_collective(Unit& u, std::uint32_t pc, CollectiveFabric::Ticket& ticket) {
+  auto issued = spmd_.fabric->issue(spmd_.device, program_, pc, u.collective, where(pc));
+  if (!issued.ok()) {
+    error_ = issued.errors().front().message;
+    return false;
   }
-  // (No heap-owning locals from here: a deadlocked member never returns.)
-  u.waiting = Waiting{Waiting::Kind::kCollective, d.pc, 0, 0};
-  const double done = spmd_.fabric->wait(ticket);
-  refresh_now();  // the fabric may have waited (for the group's last member): the cached time is stale
-  u.waiting = {};
-  const double rel = std::max(done - t, cycle_s_);
-  return Exec{0, rel, rel, rel};
+  ticket = *issued;
+  return true;
 }
 
 TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {
   if (u.kind == isa::Unit::kMxu) return execute_mxu(u, inst, d);
-  if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
-    return execute_collective(u, d);
-  }
   Unit::CostMemo& memo = u.cost_memo[d.pc % u.cost_memo.size()];
   if (memo.pc != d.pc) {
     memo.cost = instruction_cost(chip_, program_, inst);
@@ -642,10 +630,13 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     payload.set_data_ptr(nullptr);
     payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     payload.set_extension(&ext);
-    sc_time delay = sc_core::SC_ZERO_TIME;
+    // The request leaves at this core's time: in run-ahead mode, ahead of the
+    // kernel's by the annotated delay (TLM-2.0 loosely timed).
+    const sc_time ahead = sched_->run_ahead() ? sched_->offset() : sc_core::SC_ZERO_TIME;
+    sc_time delay = ahead;
     hbm_socket->b_transport(payload, delay);
     payload.clear_extension(&ext);
-    done = std::max(done, delay.to_seconds());
+    done = std::max(done, (delay - ahead).to_seconds());
     occupy = std::max(occupy, done);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
   }
@@ -738,6 +729,7 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
 
 void TensorCore::set_loop_coordination(LoopCoordinator* coordinator, std::vector<std::string> stat_prefixes) {
   coordinator_ = coordinator;
+  if (coordinator != nullptr) sched_->set_run_ahead(false);  // other cores follow its decisions in time
   coordinator_index_ = coordinator != nullptr ? coordinator->join() : 0;
   loop_stat_prefixes_ = std::move(stat_prefixes);
 }
@@ -800,9 +792,10 @@ void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
   if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) out.fabric = spmd_.fabric->counters();
 }
 
-bool TensorCore::loop_boundary(Loop& l) {
+CoTask TensorCore::loop_boundary(Loop& l, bool& skip) {
   // Sample iterations after the warm-up; the last three boundaries decide.
-  if (l.done < loop_policy_.warmup) return false;
+  skip = false;
+  if (l.done < loop_policy_.warmup) co_return;
   BoundarySample s;
   s.issue_s = now() + offset_s_;
   s.retired_s = retired_until_s_ + offset_s_;
@@ -812,10 +805,9 @@ bool TensorCore::loop_boundary(Loop& l) {
   l.samples.push_back(s);
   std::swap(l.prev, l.cur);
   loop_snapshot(l, l.cur);
-  if (l.samples.size() < 3 || l.remaining <= 0) return false;
+  if (l.samples.size() < 3 || l.remaining <= 0) co_return;
 
   double iteration_s = 0;
-  bool skip = false;
   if (coordinator_ == nullptr || coordinator_index_ == 0) {
     skip = steady_state(l.samples[0], l.samples[1], l.samples[2], loop_policy_.tolerance);
     if (skip) iteration_s = l.samples[2].issue_s - l.samples[1].issue_s;
@@ -825,13 +817,12 @@ bool TensorCore::loop_boundary(Loop& l) {
     LoopCoordinator::Verdict v;
     while ((v = coordinator_->follow(l.key, l.done, iteration_s)) == LoopCoordinator::Verdict::kWait) {
       sequencer_waiting_ = Waiting{Waiting::Kind::kLoopLeader, l.repeat_pc, 0, l.done};
-      sleep(coordinator_->changed());
+      co_await sched_->external(&coordinator_->changed());
     }
     sequencer_waiting_ = {};
     skip = v == LoopCoordinator::Verdict::kSkip;
   }
   if (skip) extrapolate(l, l.remaining, iteration_s);
-  return skip;
 }
 
 void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) {

@@ -1,9 +1,10 @@
-// A TensorCore as SystemC modules (DESIGN.md principles 1-4): a sequencer
+// A TensorCore as a SystemC module (DESIGN.md principles 1-4): a sequencer
 // issues the program in order into per-unit in-order queues (MXUs, VPU, XLUs,
 // EUP, DMA engines, ICI); each unit takes an instruction, waits for its
 // dependencies, reserves the shared resources it needs (HBM through a TLM
-// socket, VMEM bandwidth), wait()s for the cost the pure timing functions give,
-// and counts. No unit ticks per cycle.
+// socket, VMEM bandwidth), waits for the cost the pure timing functions give,
+// and counts. No unit ticks per cycle. The sequencer and the units are
+// coroutines on one SystemC thread per core (sim/core_scheduler.h).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "isa/program.h"
 #include "memory/bandwidth_server.h"
 #include "sim/collective_fabric.h"
+#include "sim/core_scheduler.h"
 #include "sim/interval_union.h"
 #include "sim/loop_extrapolation.h"
 #include "sim/trace.h"
@@ -100,18 +102,19 @@ class TensorCore : public sc_core::sc_module {
     std::uint64_t dyn;
   };
 
-  void sequencer();
-  void run_unit(Unit& u);
-  void dispatch(std::uint32_t pc);
+  CoTask sequencer();
+  CoTask run_unit(Unit& u);
+  // Queues program_.code[pc] on `u` (which has a free slot).
+  void dispatch(std::uint32_t pc, Unit& u);
   Unit& unit_for(const isa::Instruction& inst);
   // Appends the ids of the unfinished instructions program_.code[pc] must wait
   // for to `u.dep_ids` (ascending, no duplicates) and returns how many.
   std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
   [[nodiscard]] bool complete(const Access& a, double t_s);
-  void wait_for(std::uint64_t dyn, Unit& u);
   // include_collectives = false: in-flight collectives may continue (core.barrier).
-  void wait_all_done(bool include_collectives = true);
-  void wait_until(double t_s);  // no-op when t_s is not in the future
+  CoTask wait_all_done(bool include_collectives = true);
+  // co_await until(t): resume at t seconds (at once when t is not in the future).
+  [[nodiscard]] CoreScheduler::At until(double t_s) const;
   // Times of one executed instruction, in seconds after the unit took it.
   struct Exec {
     double begin = 0;     // the work begins (an MXU op may wait for the array)
@@ -121,25 +124,16 @@ class TensorCore : public sc_core::sc_module {
   };
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
-  Exec execute_collective(Unit& u, Dyn& d);
+  // A collective on the fabric: issues it (false: error_ is set) ...
+  bool issue_collective(Unit& u, std::uint32_t pc, CollectiveFabric::Ticket& ticket);
   void retire();
   // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().
   Dyn& dyn(std::uint64_t id) { return dyn_ring_[static_cast<size_t>(id & dyn_mask_)]; }
   void push_dyn(std::uint32_t pc);
   [[nodiscard]] std::string where(std::uint32_t pc) const;
-  // The current time in seconds: sc_time_stamp().to_seconds() bit for bit,
-  // read from the kernel once per activation. Every wait of this module's
-  // processes goes through sleep(), which refreshes it.
-  [[nodiscard]] double now() const { return now_s_; }
-  void refresh_now() {
-    now_s_ = time_res_fs_ > 0 ? static_cast<double>(sc_core::sc_time_stamp().value()) * time_res_fs_ * 1e-15
-                              : sc_core::sc_time_stamp().to_seconds();
-  }
-  template <class What>
-  void sleep(const What& what) {
-    wait(what);
-    refresh_now();
-  }
+  // The core's current time in seconds (sc_time::to_seconds() of its ticks;
+  // ahead of the kernel's in run-ahead mode).
+  [[nodiscard]] double now() const { return sched_->now_seconds(); }
   // sc_time(s, SC_SEC), bit for bit, without the kernel's context lookups.
   [[nodiscard]] sc_core::sc_time seconds(double s) const;
   [[nodiscard]] sc_core::sc_time cycles(double n) const;
@@ -152,7 +146,6 @@ class TensorCore : public sc_core::sc_module {
   double cycle_s_;
   double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = ask the kernel each time
   double ticks_per_s_ = 0;
-  double now_s_ = 0;
   sc_core::sc_time one_cycle_;
 
   std::vector<std::unique_ptr<Unit>> units_;
@@ -189,11 +182,9 @@ class TensorCore : public sc_core::sc_module {
   // array on construction).
   tlm::tlm_generic_payload hbm_payload_;
   std::vector<std::int64_t> sem_;
-  sc_core::sc_event sem_changed_;
-  sc_core::sc_event any_started_;
-  sc_core::sc_event any_popped_;
-  int started_waiters_ = 0;  // notify only when someone listens (speed)
-  int popped_waiters_ = 0;
+  CoSignal sem_changed_;
+  CoSignal any_started_;
+  CoSignal any_popped_;
   BandwidthServer vmem_;
 
   bool finished_ = false;
@@ -234,8 +225,8 @@ class TensorCore : public sc_core::sc_module {
     std::vector<std::uint32_t> prov;  // provenance ids of the body, sorted
     bool collectives = false;
   };
-  // At a sampled boundary of loops_.back(): true when the rest is extrapolated.
-  bool loop_boundary(Loop& l);
+  // At a sampled boundary of loops_.back(): `skip` = the rest is extrapolated.
+  CoTask loop_boundary(Loop& l, bool& skip);
   void loop_snapshot(const Loop& l, LoopSnapshot& out);
   void extrapolate(Loop& l, std::int64_t skipped, double iteration_s);
   const LoopBody& loop_body(std::uint32_t repeat_pc);
@@ -274,6 +265,8 @@ class TensorCore : public sc_core::sc_module {
   Stat& stall_core_barrier_;
   Stat& vmem_bytes_;
   Stat& vmem_busy_;
+  // Last: destroyed first (its coroutine frames refer to the members above).
+  std::unique_ptr<CoreScheduler> sched_;
 };
 
 }  // namespace tpusim
