@@ -7,14 +7,22 @@ namespace tpusim {
 
 void IntervalUnion::add(double begin, double end) {
   if (!(end > begin)) return;
-  auto it = spans_.upper_bound(begin);
+  // Intervals arrive roughly in time order: most land on the last span,
+  // found without a search, and extend it in place (no node allocated).
+  auto it = !spans_.empty() && begin >= std::prev(spans_.end())->first ? spans_.end() : spans_.upper_bound(begin);
   if (it != spans_.begin()) {
     auto prev = std::prev(it);
-    if (prev->second >= begin) {  // overlaps or touches the previous span
-      begin = prev->first;
-      end = std::max(end, prev->second);
+    if (prev->second >= begin) {  // overlaps or touches the previous span: grow it
+      if (end <= prev->second) return;
       total_ -= prev->second - prev->first;
-      it = spans_.erase(prev);
+      while (it != spans_.end() && it->first <= end) {
+        end = std::max(end, it->second);
+        total_ -= it->second - it->first;
+        it = spans_.erase(it);
+      }
+      prev->second = end;
+      total_ += end - prev->first;
+      return;
     }
   }
   while (it != spans_.end() && it->first <= end) {
@@ -22,7 +30,7 @@ void IntervalUnion::add(double begin, double end) {
     total_ -= it->second - it->first;
     it = spans_.erase(it);
   }
-  spans_.emplace(begin, end);
+  spans_.emplace_hint(it, begin, end);
   total_ += end - begin;
 }
 

@@ -210,18 +210,17 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
 
 TensorCore::~TensorCore() = default;
 
-sc_time TensorCore::seconds(double s) const {
-  if (ticks_per_s_ <= 0 || s == 0) return sc_time(s, SC_SEC);
-  const double ticks = s * ticks_per_s_ + 0.5;
-  return sc_time::from_value(static_cast<sc_time::value_type>(static_cast<std::int64_t>(ticks)));
+CoreScheduler::Ticks TensorCore::ticks(double s) const {
+  if (ticks_per_s_ <= 0 || s == 0) return sc_time(s, SC_SEC).value();
+  return static_cast<CoreScheduler::Ticks>(static_cast<std::int64_t>(s * ticks_per_s_ + 0.5));
 }
+
+sc_time TensorCore::seconds(double s) const { return sc_time::from_value(ticks(s)); }
 
 CoreScheduler::At TensorCore::until(double t) const {
   const double dt = t - now();
-  return sched_->at(dt > kTimeEps ? sched_->now() + seconds(dt).value() : 0);
+  return sched_->at(dt > kTimeEps ? sched_->now() + ticks(dt) : 0);
 }
-
-sc_time TensorCore::cycles(double n) const { return n == 1 ? one_cycle_ : seconds(n * cycle_s_); }
 
 std::string TensorCore::where(std::uint32_t pc) const {
   const isa::Instruction& i = program_.code[pc];
@@ -543,7 +542,7 @@ CoTask TensorCore::run_unit(Unit& u) {
       while (!p.ready) {
         u.waiting = Waiting{Waiting::Kind::kCollective, pc, 0, 0};
         const double dt = p.until_s - now();
-        co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + seconds(std::max(dt, 0.0)).value()
+        co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + ticks(std::max(dt, 0.0))
                                                              : CoreScheduler::kNever);
         p = spmd_.fabric->poll(ticket);
       }

@@ -136,7 +136,8 @@ class TensorCore : public sc_core::sc_module {
   [[nodiscard]] double now() const { return sched_->now_seconds(); }
   // sc_time(s, SC_SEC), bit for bit, without the kernel's context lookups.
   [[nodiscard]] sc_core::sc_time seconds(double s) const;
-  [[nodiscard]] sc_core::sc_time cycles(double n) const;
+  // The same as kernel ticks.
+  [[nodiscard]] CoreScheduler::Ticks ticks(double s) const;
 
   const ChipConfig& chip_;
   const isa::Program& program_;
