@@ -34,15 +34,34 @@ void IntervalUnion::add(double begin, double end) {
   total_ += end - begin;
 }
 
+void IntervalUnion::drop_before(double cut) {
+  auto it = spans_.begin();
+  while (it != spans_.end() && it->first < cut) {
+    if (it->second <= cut) {
+      dropped_ += it->second - it->first;
+      it = spans_.erase(it);
+      continue;
+    }
+    // Straddles the cut: keep [cut, end).
+    const double end = it->second;
+    dropped_ += cut - it->first;
+    it = spans_.erase(it);
+    spans_.emplace_hint(it, cut, end);
+    break;
+  }
+}
+
 double IntervalUnion::measure() const {
-  double total = 0;
+  double total = dropped_;
   for (const auto& [b, e] : spans_) total += e - b;
   return total;
 }
 
-double IntervalUnion::measure_minus(const IntervalUnion& other) const {
+double IntervalUnion::measure_minus(const IntervalUnion& other, double limit) const {
   double total = 0;
-  for (const auto& [b, e] : spans_) {
+  for (const auto& [b, span_end] : spans_) {
+    if (b >= limit) break;
+    const double e = std::min(span_end, limit);
     double covered = 0;
     // Spans of `other` that may overlap [b, e): start before e, end after b.
     auto it = other.spans_.upper_bound(b);
@@ -55,6 +74,18 @@ double IntervalUnion::measure_minus(const IntervalUnion& other) const {
     total += (e - b) - covered;
   }
   return total;
+}
+
+void BusyTime::maybe_fold_before(double cut) {
+  if (pieces() <= fold_at_) return;
+  fold_before(cut);
+  fold_at_ = std::max<std::size_t>(64, 2 * pieces());
+}
+
+void BusyTime::fold_before(double cut) {
+  exposed_dropped_ += comm_.measure_minus(compute_, cut);
+  compute_.drop_before(cut);
+  comm_.drop_before(cut);
 }
 
 }  // namespace tpusim

@@ -63,6 +63,8 @@ TileUses tile_uses(const isa::Op& op) {
 
 }  // namespace
 
+constexpr double kNotTaken = std::numeric_limits<double>::infinity();
+
 // One in-order execution unit: a queue and the thread that drains it.
 struct TensorCore::Unit {
   std::string name;  // "mxu0", "vpu", "dma2", …
@@ -94,6 +96,7 @@ struct TensorCore::Unit {
   Waiting waiting;  // what the front instruction waits for (deadlock report)
   std::uint64_t collective = 0;  // ICI: the ordinal of the collective being executed
   bool idle = false;  // waiting for its queue to fill
+  double taken_at = kNotTaken;  // ICI: when it took the collective it waits in
   Stat* busy = nullptr;
   Stat* insts = nullptr;
   Stat* dep_stall = nullptr;
@@ -537,6 +540,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     Exec e;
     if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
       CollectiveFabric::Ticket ticket;
+      u.taken_at = t;
       if (!issue_collective(u, pc, ticket)) co_return;
       CollectiveFabric::Poll p = spmd_.fabric->poll(ticket);
       while (!p.ready) {
@@ -564,10 +568,16 @@ CoTask TensorCore::run_unit(Unit& u) {
     *u.busy += busy / cycle_s_;
     *u.insts += 1;
     if (u.kind == isa::Unit::kIci) {
-      comm_.add(d.start, d.done);
+      busy_time_.add_comm(d.start, d.done);
     } else if (busy > 0) {
-      compute_.add(d.start, t + e.busy_end);
+      busy_time_.add_compute(d.start, t + e.busy_end);
     }
+    // Every later interval begins at or after the time its unit takes its
+    // instruction: now, or earlier for a collective still waiting for its group.
+    u.taken_at = kNotTaken;
+    double horizon = now();
+    for (const Unit* ici : icis_) horizon = std::min(horizon, ici->taken_at);
+    busy_time_.maybe_fold_before(horizon);
     if (trace_ != nullptr && u.track >= 0) {
       const auto prov = program_.provenance(inst);
       const double shown = reported(d.start);
@@ -784,10 +794,10 @@ void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
   const LoopBody& body = loop_body(l.repeat_pc);
   out.prov.resize(body.prov.size());
   for (std::size_t i = 0; i < body.prov.size(); ++i) out.prov[i] = prov_[body.prov[i]];
-  out.compute_s = compute_.running_measure();
-  out.comm_s = comm_.running_measure();
+  out.compute_s = busy_time_.compute_running();
+  out.comm_s = busy_time_.comm_running();
   // Exposed communication needs a sweep over both unions: only for loops with collectives.
-  out.exposed_s = body.collectives ? comm_.measure_minus(compute_) : 0.0;
+  out.exposed_s = body.collectives ? busy_time_.exposed() : 0.0;
   if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) out.fabric = spmd_.fabric->counters();
 }
 

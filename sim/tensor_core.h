@@ -79,12 +79,12 @@ class TensorCore : public sc_core::sc_module {
   // Indexed by the program's provenance string id.
   [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
   // Seconds some non-ICI unit was busy (the union of their busy intervals).
-  [[nodiscard]] double compute_seconds() const { return compute_.measure() + loop_extra_.compute_s; }
+  [[nodiscard]] double compute_seconds() const { return busy_time_.compute() + loop_extra_.compute_s; }
   // Seconds a collective was in flight (union of issue..completion).
-  [[nodiscard]] double communication_seconds() const { return comm_.measure() + loop_extra_.comm_s; }
+  [[nodiscard]] double communication_seconds() const { return busy_time_.comm() + loop_extra_.comm_s; }
   // Seconds a collective was in flight while no other unit was busy.
   [[nodiscard]] double exposed_communication_seconds() const {
-    return comm_.measure_minus(compute_) + loop_extra_.exposed_s;
+    return busy_time_.exposed() + loop_extra_.exposed_s;
   }
 
  private:
@@ -255,8 +255,9 @@ class TensorCore : public sc_core::sc_module {
   std::uint64_t pending_signal_count_ = 0;
   SpmdBinding spmd_;
   CoreSync* core_sync_ = nullptr;  // the chip's cross-core rendezvous (megacore); null = one core
-  IntervalUnion compute_;
-  IntervalUnion comm_;
+  // Compute (non-ICI units) and collective intervals; the past before every
+  // unit's current instruction is folded (bounded memory).
+  BusyTime busy_time_;
 
   Stat& cycles_;
   Stat& instructions_;
