@@ -1,8 +1,25 @@
 #include "sim/core_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tpusim {
+
+CoreScheduler::CoreScheduler(bool run_ahead) : run_ahead_(run_ahead) {
+  // As sc_time::to_seconds() and sc_time(double, SC_SEC) compute (SystemC
+  // 2.3.4 sc_time.cpp); used only if they agree with the kernel bit for bit.
+  const double res_fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
+  resolution_fs_ = res_fs;
+  ticks_per_s_ = res_fs > 0 ? 1e15 / res_fs : 0;
+  bool same = res_fs > 0;
+  for (Ticks v : {Ticks{1}, Ticks{3}, Ticks{666667}, Ticks{123456789012345}}) {
+    same = same && static_cast<double>(v) * res_fs * 1e-15 == sc_core::sc_time::from_value(v).to_seconds();
+  }
+  for (double s : {1.0 / 1.5e9, 1.0 / 9.4e8, 0.5e-12, 1.5e-12, 3.3333333e-10, 1.2803e-6, 0.123456789, 7.77e-3 / 3}) {
+    same = same && ticks(s) == sc_core::sc_time(s, sc_core::SC_SEC).value();
+  }
+  if (!same) resolution_fs_ = ticks_per_s_ = 0;
+}
 
 void CoreScheduler::set_now(Ticks t) {
   now_ = t;

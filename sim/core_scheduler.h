@@ -97,10 +97,7 @@ class CoreScheduler {
   using Ticks = sc_core::sc_time::value_type;  // the kernel's time unit
   static constexpr Ticks kNever = std::numeric_limits<Ticks>::max();
 
-  // `resolution_fs`: the kernel's time resolution in femtoseconds when
-  // ticks * resolution_fs * 1e-15 equals sc_time::to_seconds() bit for bit
-  // (0: convert through sc_time).
-  CoreScheduler(bool run_ahead, double resolution_fs) : run_ahead_(run_ahead), resolution_fs_(resolution_fs) {}
+  explicit CoreScheduler(bool run_ahead);
   CoreScheduler(const CoreScheduler&) = delete;
   CoreScheduler& operator=(const CoreScheduler&) = delete;
 
@@ -112,7 +109,13 @@ class CoreScheduler {
   void run();
 
   [[nodiscard]] Ticks now() const { return now_; }
+  // sc_time::from_value(now()).to_seconds(), bit for bit.
   [[nodiscard]] double now_seconds() const { return now_s_; }
+  // sc_time(s, SC_SEC).value(), bit for bit, without the kernel's context lookups.
+  [[nodiscard]] Ticks ticks(double s) const {
+    if (ticks_per_s_ <= 0 || s == 0) return sc_core::sc_time(s, sc_core::SC_SEC).value();
+    return static_cast<Ticks>(static_cast<std::int64_t>(s * ticks_per_s_ + 0.5));
+  }
   [[nodiscard]] bool run_ahead() const { return run_ahead_; }
   void set_run_ahead(bool on) { run_ahead_ = on; }
   // How far this core's time is ahead of the kernel's (run-ahead mode).
@@ -178,7 +181,10 @@ class CoreScheduler {
   void release_due();
 
   bool run_ahead_;
-  double resolution_fs_;
+  // The kernel's resolution in fs and ticks per second when the formulas of
+  // set_now() and ticks() agree with sc_time bit for bit (else 0: sc_time).
+  double resolution_fs_ = 0;
+  double ticks_per_s_ = 0;
   Ticks now_ = 0;
   double now_s_ = 0;
   std::uint64_t seq_ = 0;

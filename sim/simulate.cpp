@@ -129,13 +129,14 @@ Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Progra
     result.notes.push_back("loops simulated in full: the TensorCores of a megacore chip run different programs "
                            "(extrapolation needs one stream)");
   }
-  CoreSync sync(ncores);
+  // (Only for a megacore chip: one scheduler for its cores, ahead of the kernel's clock.)
+  std::unique_ptr<CoreSync> sync = ncores > 1 ? std::make_unique<CoreSync>(ncores, true) : nullptr;
   std::vector<std::unique_ptr<TensorCore>> cores;
   for (int c = 0; c < ncores; ++c) {
     const std::string name = fmt::format("core{}", c);
     cores.push_back(std::make_unique<TensorCore>(name.c_str(), core_chip, programs[static_cast<std::size_t>(c)],
                                                  result.stats, "chip0." + name, trace.get(), SpmdBinding{},
-                                                 ncores > 1 ? &sync : nullptr));
+                                                 sync.get()));
     cores.back()->hbm_socket.bind(hbm->socket);
     if (ncores == 1) cores.back()->set_loop_coordination(nullptr, {"chip0.hbm."});
   }

@@ -183,42 +183,25 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   }
   ici_ = icis_.front();
 
-  // refresh_now() and seconds() convert as sc_time::to_seconds() and
-  // sc_time(double, SC_SEC) do (SystemC 2.3.4 sc_time.cpp); use them only if
-  // they agree with the kernel bit for bit.
-  {
-    const double res_fs = std::round(sc_core::sc_get_time_resolution().to_seconds() * 1e15);
-    time_res_fs_ = res_fs;
-    ticks_per_s_ = 1e15 / res_fs;
-    bool same = res_fs > 0;
-    for (std::uint64_t v : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{666667}, std::uint64_t{123456789012345}}) {
-      same = same && static_cast<double>(v) * res_fs * 1e-15 == sc_time::from_value(v).to_seconds();
-    }
-    for (double s : {cycle_s_, 0.5e-12, 1.5e-12, 3.3333333e-10, 1.2803e-6, 0.123456789, 7.77e-3 / 3}) {
-      same = same && seconds(s) == sc_time(s, SC_SEC);
-    }
-    if (!same) time_res_fs_ = ticks_per_s_ = 0;
-  }
   loop_policy_ = LoopPolicy::from(chip.simulation);
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
-  // Run ahead of the kernel's clock only when no other SystemC process needs
-  // this core's accesses in time order: one TensorCore (its HBM to itself),
-  // no fabric, no other core to meet.
-  sched_ = std::make_unique<CoreScheduler>(spmd.fabric == nullptr && core_sync == nullptr, time_res_fs_);
+  // The cores of a megacore chip share one scheduler (sim/core_sync.h). A
+  // core alone runs ahead of the kernel's clock unless a fabric needs its time.
+  if (core_sync != nullptr) {
+    sched_ = &core_sync->scheduler();
+  } else {
+    own_sched_ = std::make_unique<CoreScheduler>(spmd.fabric == nullptr);
+    sched_ = own_sched_.get();
+    sc_core::sc_spawn([this] { sched_->run(); }, "scheduler");
+  }
   sched_->spawn(sequencer());
   for (auto& u : units_) sched_->spawn(run_unit(*u));
-  sc_core::sc_spawn([this] { sched_->run(); }, "scheduler");
 }
 
 TensorCore::~TensorCore() = default;
 
-CoreScheduler::Ticks TensorCore::ticks(double s) const {
-  if (ticks_per_s_ <= 0 || s == 0) return sc_time(s, SC_SEC).value();
-  return static_cast<CoreScheduler::Ticks>(static_cast<std::int64_t>(s * ticks_per_s_ + 0.5));
-}
-
-sc_time TensorCore::seconds(double s) const { return sc_time::from_value(ticks(s)); }
+CoreScheduler::Ticks TensorCore::ticks(double s) const { return sched_->ticks(s); }
 
 CoreScheduler::At TensorCore::until(double t) const {
   const double dt = t - now();
@@ -465,7 +448,7 @@ CoTask TensorCore::sequencer() {
       if (core_sync_ != nullptr) {
         sequencer_waiting_ = Waiting{Waiting::Kind::kCoreBarrier, pc, 0, 0};
         const std::uint64_t generation = core_sync_->arrive();
-        while (core_sync_->generation() == generation) co_await sched_->external(&core_sync_->released());
+        while (core_sync_->generation() == generation) co_await CoreScheduler::on(core_sync_->released());
       }
       sequencer_waiting_ = {};
       stall_core_barrier_ += (now() - from) / cycle_s_;

@@ -134,8 +134,6 @@ class TensorCore : public sc_core::sc_module {
   // The core's current time in seconds (sc_time::to_seconds() of its ticks;
   // ahead of the kernel's in run-ahead mode).
   [[nodiscard]] double now() const { return sched_->now_seconds(); }
-  // sc_time(s, SC_SEC), bit for bit, without the kernel's context lookups.
-  [[nodiscard]] sc_core::sc_time seconds(double s) const;
   // The same as kernel ticks.
   [[nodiscard]] CoreScheduler::Ticks ticks(double s) const;
 
@@ -145,8 +143,6 @@ class TensorCore : public sc_core::sc_module {
   std::string prefix_;
   TraceWriter* trace_;
   double cycle_s_;
-  double time_res_fs_ = 0;  // the kernel's time resolution in fs; 0 = ask the kernel each time
-  double ticks_per_s_ = 0;
   sc_core::sc_time one_cycle_;
 
   std::vector<std::unique_ptr<Unit>> units_;
@@ -267,8 +263,11 @@ class TensorCore : public sc_core::sc_module {
   Stat& stall_core_barrier_;
   Stat& vmem_bytes_;
   Stat& vmem_busy_;
-  // Last: destroyed first (its coroutine frames refer to the members above).
-  std::unique_ptr<CoreScheduler> sched_;
+  // What runs this core's processes: its own scheduler, or its megacore
+  // chip's (CoreSync). Last: destroyed first (its coroutine frames refer to
+  // the members above).
+  std::unique_ptr<CoreScheduler> own_sched_;
+  CoreScheduler* sched_ = nullptr;
 };
 
 }  // namespace tpusim

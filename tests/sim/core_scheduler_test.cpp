@@ -40,7 +40,7 @@ CoTask sleeper(CoreScheduler& s, Log& log, std::string name, std::vector<Ticks> 
 }
 
 TEST(CoreScheduler, SameTimeWakeUpsRunInTheOrderOfTheirWaits) {
-  CoreScheduler s(/*run_ahead=*/false, 0);
+  CoreScheduler s(/*run_ahead=*/false);
   Log log;
   // Spawn order b, a: b waits for 10 first, so it runs first at 10 and
   // waits first for 20. a's second wait for 20 and its wait for 5 (the
@@ -52,7 +52,7 @@ TEST(CoreScheduler, SameTimeWakeUpsRunInTheOrderOfTheirWaits) {
 }
 
 TEST(CoreScheduler, RunAheadKeepsTheCoresTimeAheadOfTheKernelsAndCatchesUpAtTheEnd) {
-  CoreScheduler s(/*run_ahead=*/true, 0);
+  CoreScheduler s(/*run_ahead=*/true);
   Log log;
   s.spawn(sleeper(s, log, "a", {100, 250}));
   run_kernel(s);
@@ -76,7 +76,7 @@ CoTask listener(CoreScheduler& s, Log& log, CoSignal& sig, std::string name, int
 }
 
 TEST(CoreScheduler, ASignalWakesItsWaitersOnceInTheNextDeltaInTheOrderTheyWaited) {
-  CoreScheduler s(/*run_ahead=*/false, 0);
+  CoreScheduler s(/*run_ahead=*/false);
   Log log;
   CoSignal sig;
   s.spawn(notifier(s, log, sig, 7, 3));  // three notifications in one delta: one wake-up
@@ -104,7 +104,7 @@ CoTask outer(CoreScheduler& s, Log& log) {
 }
 
 TEST(CoreScheduler, ASubRoutineRunsToItsEndBeforeItsCallerResumes) {
-  CoreScheduler s(/*run_ahead=*/false, 0);
+  CoreScheduler s(/*run_ahead=*/false);
   Log log;
   s.spawn(outer(s, log));
   s.spawn(sleeper(s, log, "other", {35}));
@@ -135,7 +135,7 @@ CoTask external_waiter(CoreScheduler& s, Log& log, const Raiser& r, Ticks until,
 
 TEST(CoreScheduler, AnExternalWaitEndsAtTheEventOrAtItsTimeout) {
   Raiser r("raiser", 50);
-  CoreScheduler s(/*run_ahead=*/true, 0);  // external waits synchronize even when running ahead
+  CoreScheduler s(/*run_ahead=*/true);  // external waits synchronize even when running ahead
   Log log;
   s.spawn(external_waiter(s, log, r, CoreScheduler::kNever, "event"));
   s.spawn(external_waiter(s, log, r, 20, "timeout"));
@@ -162,7 +162,7 @@ TEST(CoreScheduler, ADeadlockEndsTheRunAndDestroyingTheSchedulerFreesSuspendedFr
   auto alive = std::make_shared<int>(1);
   CoSignal never;
   {
-    CoreScheduler s(/*run_ahead=*/false, 0);
+    CoreScheduler s(/*run_ahead=*/false);
     s.spawn(holder(Owner{alive}, never));
     run_kernel(s);  // returns: nothing can wake the holder
     EXPECT_EQ(alive.use_count(), 2);
