@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <numeric>
+#include <tuple>
 
 #include "sim/instruction_cost.h"
 
@@ -119,14 +120,27 @@ Result<std::uint64_t> CollectiveFabric::admit(
   job.key = key;
   job.changed = std::make_unique<sc_core::sc_event>(sc_core::sc_gen_unique_name("collective_changed"));
   period_.push_back(id);
+  // The network run in a canonical order (start, collective ordinal, pc):
+  // collectives that start together are timed the same whichever chip's
+  // issue the kernel ran first.
+  std::vector<std::size_t> order(period_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Job& ja = jobs_.at(period_[a]);
+    const Job& jb = jobs_.at(period_[b]);
+    return std::tie(ja.start, ja.key.first, ja.key.second.second) <
+           std::tie(jb.start, jb.key.first, jb.key.second.second);
+  });
   std::vector<ConcurrentCollective> set;
   set.reserve(period_.size());
-  for (std::uint64_t p : period_) set.push_back(ConcurrentCollective{jobs_.at(p).request, jobs_.at(p).start});
-  auto times = timer_.time_together(set);
-  if (!times.ok()) return times.errors();
+  for (std::size_t i : order) set.push_back(ConcurrentCollective{jobs_.at(period_[i]).request, jobs_.at(period_[i]).start});
+  auto sorted_times = timer_.time_together(set);
+  if (!sorted_times.ok()) return sorted_times.errors();
+  std::vector<double> times(period_.size());
+  for (std::size_t k = 0; k < order.size(); ++k) times[order[k]] = (*sorted_times)[k];
   for (std::size_t i = 0; i < period_.size(); ++i) {
     Job& j = jobs_.at(period_[i]);
-    const double t = (*times)[i];
+    const double t = times[i];
     if (period_[i] == id) {
       j.seconds = t;
       continue;
@@ -226,8 +240,10 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
   if (inst.arrived.size() == inst.expected) {
     if (concurrent_) {
       // One network job per collective instance for all its groups, started
-      // by the first group that is complete.
-      const auto key = std::make_pair(ordinal, std::make_pair(&program, pc));
+      // by the first group that is complete. The instance is the devices'
+      // n-th collective, whichever program (tests give chips their own) and
+      // pc it sits at: the groups were matched by that ordinal.
+      const auto key = std::make_pair(ordinal, std::make_pair(static_cast<const isa::Program*>(nullptr), 0u));
       auto it = job_of_.find(key);
       if (it == job_of_.end()) {
         auto job = admit(inst.request, now, key);

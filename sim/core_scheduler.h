@@ -16,15 +16,16 @@
 //  - A process may wait for a SystemC event of the outside world (another
 //    core's barrier, a collective's group): `external()`. Such waiters are
 //    resumed at every step of the scheduler and re-check their condition.
-// Synchronized mode (the default) follows the kernel's clock: before
-// advancing to its next time the scheduler wait()s for it, so other cores'
-// schedulers, the fabric and the shared HBM see every access in time order.
-// Run-ahead mode (a core that shares nothing time-ordered with another
-// SystemC process: one TensorCore, no fabric) does not wait at all and runs
-// the whole program in one activation, keeping its own time ahead of the
+// Synchronized mode follows the kernel's clock: before advancing to its next
+// time the scheduler wait()s for it, so every other SystemC process sees
+// each access in time order. Run-ahead mode (the default for a chip: its
+// state is its own) does not wait and keeps its own time ahead of the
 // kernel's (TLM-2.0 temporal decoupling: HBM transports carry the offset as
-// their annotated delay); at its end it waits once, so the kernel's clock
-// ends at the core's.
+// their annotated delay). Where a process touches shared state (a
+// collective) it first awaits sync(), the kernel catching up with the
+// core; while any process waits for the outside world the scheduler follows
+// the kernel's clock. At its end it waits once, so the kernel's clock ends
+// at the core's.
 #pragma once
 
 #include <coroutine>
@@ -161,6 +162,18 @@ class CoreScheduler {
     void await_resume() const noexcept {}
   };
   External external(const sc_core::sc_event* e, Ticks until = kNever) { return External{this, e, until}; }
+
+  // co_await sync(): resume once the kernel's clock has reached this
+  // scheduler's time (at once when it has). Before a process touches state
+  // that other SystemC processes read by the kernel's time (the collective
+  // fabric), so it sees this core's accesses in time order.
+  struct Sync {
+    CoreScheduler* s;
+    [[nodiscard]] bool await_ready() const noexcept { return sc_core::sc_time_stamp().value() >= s->now_; }
+    void await_suspend(std::coroutine_handle<> h) { s->externals_.push_back(Ext{h, nullptr, s->now_}); }
+    void await_resume() const noexcept {}
+  };
+  Sync sync() { return Sync{this}; }
 
  private:
   struct Timed {

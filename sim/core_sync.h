@@ -9,8 +9,7 @@
 // The cores share the chip's HBM, whose reservations must come in time
 // order, so their processes run on one CoreScheduler (sim/core_scheduler.h)
 // on one SystemC thread: their accesses are ordered by the scheduler, and
-// the chip may run ahead of the kernel's clock like a single core when
-// nothing else in the simulation (a collective fabric) needs its time.
+// the chip runs ahead of the kernel's clock like a single core.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +22,8 @@ namespace tpusim {
 
 class CoreSync {
  public:
-  // `run_ahead`: no other SystemC process needs the chip's accesses in time
-  // order (a chip alone, no fabric). Spawns the scheduler's SystemC thread:
-  // construct during elaboration.
+  // Spawns the scheduler's SystemC thread: construct during elaboration.
+  // `run_ahead`: see CoreScheduler (simulation.run_ahead).
   CoreSync(int cores, bool run_ahead)
       : cores_(cores < 1 ? 1 : cores), scheduler_(std::make_unique<CoreScheduler>(run_ahead)) {
     sc_core::sc_spawn([this] { scheduler_->run(); }, sc_core::sc_gen_unique_name("chip_scheduler"));

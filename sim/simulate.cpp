@@ -129,8 +129,8 @@ Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Progra
     result.notes.push_back("loops simulated in full: the TensorCores of a megacore chip run different programs "
                            "(extrapolation needs one stream)");
   }
-  // (Only for a megacore chip: one scheduler for its cores, ahead of the kernel's clock.)
-  std::unique_ptr<CoreSync> sync = ncores > 1 ? std::make_unique<CoreSync>(ncores, true) : nullptr;
+  // (Only for a megacore chip: one scheduler for its cores.)
+  std::unique_ptr<CoreSync> sync = ncores > 1 ? std::make_unique<CoreSync>(ncores, chip.simulation.run_ahead) : nullptr;
   std::vector<std::unique_ptr<TensorCore>> cores;
   for (int c = 0; c < ncores; ++c) {
     const std::string name = fmt::format("core{}", c);

@@ -127,8 +127,8 @@ Result<SpmdResult> run_spmd(const ChipConfig& chip, std::vector<std::vector<isa:
     const auto& chip_programs = programs[programs.size() == 1 ? 0 : static_cast<size_t>(d)];
     const std::string chip_name = fmt::format("chip{}", d);
     hbms.push_back(std::make_unique<Hbm>((chip_name + "_hbm").c_str(), chip.hbm, result.stats, chip_name + ".hbm"));
-    // A megacore chip's cores on one scheduler, following the kernel's clock (the fabric needs their time).
-    syncs.push_back(ncores > 1 ? std::make_unique<CoreSync>(static_cast<int>(ncores), false) : nullptr);
+    // A megacore chip's cores on one scheduler.
+    syncs.push_back(ncores > 1 ? std::make_unique<CoreSync>(static_cast<int>(ncores), chip.simulation.run_ahead) : nullptr);
     for (std::size_t c = 0; c < ncores; ++c) {
       const std::string core_name = fmt::format("{}.core{}", chip_name, c);
       // Core 0 is the chip's device on the fabric; the lowering gives the

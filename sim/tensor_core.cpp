@@ -187,11 +187,11 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
   // The cores of a megacore chip share one scheduler (sim/core_sync.h). A
-  // core alone runs ahead of the kernel's clock unless a fabric needs its time.
+  // chip runs ahead of the kernel's clock; its collectives synchronize.
   if (core_sync != nullptr) {
     sched_ = &core_sync->scheduler();
   } else {
-    own_sched_ = std::make_unique<CoreScheduler>(spmd.fabric == nullptr);
+    own_sched_ = std::make_unique<CoreScheduler>(chip.simulation.run_ahead);
     sched_ = own_sched_.get();
     sc_core::sc_spawn([this] { sched_->run(); }, "scheduler");
   }
@@ -524,6 +524,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
       CollectiveFabric::Ticket ticket;
       u.taken_at = t;
+      co_await sched_->sync();  // the fabric orders the chips' issues by the kernel's clock
       if (!issue_collective(u, pc, ticket)) co_return;
       CollectiveFabric::Poll p = spmd_.fabric->poll(ticket);
       while (!p.ready) {
@@ -721,7 +722,10 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
 
 void TensorCore::set_loop_coordination(LoopCoordinator* coordinator, std::vector<std::string> stat_prefixes) {
   coordinator_ = coordinator;
-  if (coordinator != nullptr) sched_->set_run_ahead(false);  // other cores follow its decisions in time
+  // Cores that extrapolate loops together meet at every sampled boundary:
+  // they keep in step with the kernel's clock, so waiting for the leader's
+  // decision costs no more simulated time than it did.
+  if (coordinator != nullptr && loop_policy_.mode != LoopMode::kFull) sched_->set_run_ahead(false);
   coordinator_index_ = coordinator != nullptr ? coordinator->join() : 0;
   loop_stat_prefixes_ = std::move(stat_prefixes);
 }

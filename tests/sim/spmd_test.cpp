@@ -285,6 +285,28 @@ TEST(Spmd, FullAndSymmetricAgreeOn16ChipTorus) {
   expect_modes_agree("v5e", {"system.topology=[4,4]", "system.wraparound=[true,true]"}, mixed_2d_program(x, y));
 }
 
+TEST(Spmd, FullModeRunningAheadMatchesLockstepWithLateMembersAndConcurrentCollectives) {
+  // Chips run ahead of the kernel's clock and synchronize at each collective
+  // (sim/core_scheduler.h); with simulation.run_ahead=false they follow it
+  // at every step. The fabric sees the same issues at the same times either
+  // way: two concurrent collectives per chip on a 4x4 torus, chip 6 late by
+  // a 32 MiB DMA. Every figure the run reports must be identical.
+  const std::string x = "[[0,1,2,3],[4,5,6,7],[8,9,10,11],[12,13,14,15]]";
+  const std::string y = "[[0,4,8,12],[1,5,9,13],[2,6,10,14],[3,7,11,15]]";
+  const std::string prog = mixed_2d_program(x, y);
+  std::vector<std::string> programs(16, prog);
+  std::size_t first_op = 0;  // after the declarations
+  while (prog[first_op] == '.') first_op = prog.find('\n', first_op) + 1;
+  programs[6] = std::string(kDmaBuffers) + prog.substr(0, first_op) + "dma.start dst=cv src=c sem=d\nsem.wait sem=d\n" +
+                prog.substr(first_op);
+  std::vector<std::string> sets{"system.topology=[4,4]", "system.wraparound=[true,true]"};
+  const json ahead = run_spmd("v5e", sets, programs, SpmdMode::kFull);
+  sets.push_back("simulation.run_ahead=false");
+  const json lockstep = run_spmd("v5e", sets, programs, SpmdMode::kFull);
+  ASSERT_GT(step_of(ahead), kDma32);  // chip 6 held the others back
+  EXPECT_EQ(ahead.dump(), lockstep.dump());
+}
+
 TEST(Spmd, FullAndSymmetricAgreeOn64ChipMesh) {
   // 4x4x4 v5p mesh; the 16-chip groups repeat as 4 data-parallel copies (z).
   const std::string x = "[[0,1,2,3],[4,5,6,7],[8,9,10,11],[12,13,14,15]]";
@@ -331,18 +353,20 @@ TEST(Spmd, FullAndSymmetricAgreeOnTheShippedTensorParallelLayer) {
   EXPECT_EQ(count_f, 2);
 }
 
-// A chip alone runs ahead of the kernel's clock (sim/core_scheduler.h); in a
-// system its cores follow the kernel's clock. The order of events is the
-// chip's own either way, so a chip of a 2-chip system without collectives
-// must reproduce the chip alone exactly: the time and every counter of its
-// cores and HBM (the shipped transformer layer, which keeps DMA engines,
-// HBM, MXUs and VPU busy at once; on v5p both TensorCores of the megacore
-// share the HBM and meet at core.barrier).
-std::string layer_alone_or_in_system(const std::string& preset, bool system) {
+// A chip runs ahead of the kernel's clock (sim/core_scheduler.h) unless
+// simulation.run_ahead is false, when it follows the kernel's clock at
+// every step. The order of events is the chip's own either way, so the chip
+// alone, and a chip of a 2-chip system without collectives, in either mode,
+// must give exactly the same time and every counter of its cores and HBM
+// (the shipped transformer layer, which keeps DMA engines, HBM, MXUs and VPU
+// busy at once; on v5p both TensorCores of the megacore share the HBM and
+// meet at core.barrier).
+std::string layer_stats(const std::string& preset, bool system, bool run_ahead) {
   std::string error;
   auto out = run_isolated(
       [&]() -> std::string {
-        const std::vector<std::string> sets{"system.topology=[2]", "system.wraparound=[false]"};
+        const std::vector<std::string> sets{"system.topology=[2]", "system.wraparound=[false]",
+                                            run_ahead ? "simulation.run_ahead=true" : "simulation.run_ahead=false"};
         auto cfg = load_config(preset, sets);
         auto parsed = hlo::parse_hlo_file(std::string(TPUSIM_SOURCE_DIR) +
                                           "/workloads/hlo/transformer_layer_fwd.after_optimizations.hlo");
@@ -369,17 +393,20 @@ std::string layer_alone_or_in_system(const std::string& preset, bool system) {
 }
 
 TEST(Spmd, AChipRunningAheadMatchesTheSameChipFollowingTheKernelsClock) {
-  const std::string alone = layer_alone_or_in_system("v5e", false);
+  const std::string alone = layer_stats("v5e", false, true);
   ASSERT_NE(alone, "error");
   EXPECT_GT(std::count(alone.begin(), alone.end(), '\n'), 40);
-  EXPECT_EQ(alone, layer_alone_or_in_system("v5e", true));
+  EXPECT_EQ(alone, layer_stats("v5e", false, false));
+  EXPECT_EQ(alone, layer_stats("v5e", true, false));
+  EXPECT_EQ(alone, layer_stats("v5e", true, true));
 }
 
 TEST(Spmd, AMegacoreChipRunningAheadMatchesTheSameChipFollowingTheKernelsClock) {
-  const std::string alone = layer_alone_or_in_system("v5p", false);
+  const std::string alone = layer_stats("v5p", false, true);
   ASSERT_NE(alone, "error");
   EXPECT_NE(alone.find("chip0.core1.mxu0.flops"), std::string::npos);  // both TensorCores ran
-  EXPECT_EQ(alone, layer_alone_or_in_system("v5p", true));
+  EXPECT_EQ(alone, layer_stats("v5p", false, false));
+  EXPECT_EQ(alone, layer_stats("v5p", true, false));
 }
 
 // Several collectives in flight (ici.concurrent_collectives, default 4):
