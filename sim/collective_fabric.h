@@ -59,13 +59,13 @@ class CollectiveFabric {
 
   // What issue() hands back: the completion time (symmetric mode, one
   // collective at a time), or completion < 0 and the job (symmetric,
-  // concurrent) or instance (full mode) to wait() for.
+  // concurrent) or instance (full mode) to poll() until it is ready.
   struct Ticket {
     double completion = -1;
     std::pair<std::uint64_t, std::int64_t> instance{};
     std::uint64_t job = 0;  // 0 = none
   };
-  // Called from `device`'s ICI unit thread at the current simulated time for
+  // Called from `device`'s ICI unit at the current simulated time for
   // the collective at program.code[pc], the device's `ordinal`-th collective
   // in program order (members of a group match by it); `where` names it for
   // messages.

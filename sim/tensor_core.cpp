@@ -65,7 +65,7 @@ TileUses tile_uses(const isa::Op& op) {
 
 constexpr double kNotTaken = std::numeric_limits<double>::infinity();
 
-// One in-order execution unit: a queue and the thread that drains it.
+// One in-order execution unit: a queue and the process (run_unit) that drains it.
 struct TensorCore::Unit {
   std::string name;  // "mxu0", "vpu", "dma2", …
   isa::Unit kind;
@@ -357,12 +357,11 @@ CoTask TensorCore::wait_all_done(bool include_collectives) {
 }
 
 CoTask TensorCore::sequencer() {
-  // Matching repeat/end pairs. (Members, not locals: a deadlocked sequencer's
-  // coroutine is never unwound, so its stack must own no heap memory.)
+  // Matching repeat/end pairs (a member: loop extrapolation reads it too).
   std::vector<std::uint32_t>& match = repeat_match_;
   match.assign(program_.code.size(), 0);
   {
-    std::vector<std::uint32_t>& open = open_repeats_;
+    std::vector<std::uint32_t> open;
     for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
       const auto op = isa::opcode(program_.code[pc].op);
       if (op == isa::Opcode::kRepeat) open.push_back(pc);

@@ -232,7 +232,6 @@ class TensorCore : public sc_core::sc_module {
   // every loop skipped at or before it.
   [[nodiscard]] double reported(double t_s) const;
   std::vector<std::uint32_t> repeat_match_;
-  std::vector<std::uint32_t> open_repeats_;
   std::vector<Loop> loops_;
   LoopPolicy loop_policy_;
   LoopCoordinator* coordinator_ = nullptr;
