@@ -358,9 +358,9 @@ TEST(Spmd, FullAndSymmetricAgreeOnTheShippedTensorParallelLayer) {
 // every step. The order of events is the chip's own either way, so the chip
 // alone, and a chip of a 2-chip system without collectives, in either mode,
 // must give exactly the same time and every counter of its cores and HBM
-// (the shipped transformer layer, which keeps DMA engines, HBM, MXUs and VPU
-// busy at once; on v5p both TensorCores of the megacore share the HBM and
-// meet at core.barrier).
+// (the shipped MLP training step, whose dots, elementwise ops and
+// reductions keep DMA engines, HBM, MXUs and VPU busy at once; on v5p both
+// TensorCores of the megacore share the HBM and meet at core.barrier).
 std::string layer_stats(const std::string& preset, bool system, bool run_ahead) {
   std::string error;
   auto out = run_isolated(
@@ -369,7 +369,7 @@ std::string layer_stats(const std::string& preset, bool system, bool run_ahead) 
                                             run_ahead ? "simulation.run_ahead=true" : "simulation.run_ahead=false"};
         auto cfg = load_config(preset, sets);
         auto parsed = hlo::parse_hlo_file(std::string(TPUSIM_SOURCE_DIR) +
-                                          "/workloads/hlo/transformer_layer_fwd.after_optimizations.hlo");
+                                          "/workloads/hlo/mlp_train_step.hlo");
         if (!cfg.ok() || parsed.modules.empty() || !parsed.modules[0].ok()) return "error";
         auto lowered = lower::lower_for_chip(*parsed.modules[0].value(), cfg->chip);
         if (!lowered.ok()) return "error";
