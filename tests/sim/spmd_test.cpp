@@ -152,14 +152,20 @@ TEST(Spmd, AsyncCollectiveOverlapsIndependentWorkAsTheSemaphoresSay) {
   EXPECT_NEAR(st[3].get<double>(), st[2].get<double>(), 1e-9);  // serialized: all of it exposed
 }
 
-TEST(Spmd, FullModeCollectiveCompletesAtTheLastMembersIssuePlusNetworkTime) {
-  // Device 5 first waits for a 32 MiB DMA; the others issue at once and wait.
-  // Everyone completes at kDma32 + the all-reduce time.
+// The ring of 8 all-reducing kAllReduce, chip 5 first waiting for a 32 MiB DMA.
+std::vector<std::string> ring8_with_late_chip5() {
   std::vector<std::string> programs(8, kAllReduce);
   programs[5] = std::string(kDmaBuffers) +
                 ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
                 "dma.start dst=cv src=c sem=d\nsem.wait sem=d\n"
                 "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  return programs;
+}
+
+TEST(Spmd, FullModeCollectiveCompletesAtTheLastMembersIssuePlusNetworkTime) {
+  // Device 5 first waits for a 32 MiB DMA; the others issue at once and wait.
+  // Everyone completes at kDma32 + the all-reduce time.
+  const std::vector<std::string> programs = ring8_with_late_chip5();
   const json j = run_spmd("v5e", kRing8, programs, SpmdMode::kFull);
   const double expect = kDma32 + kRing8AllReduce;
   EXPECT_NEAR(step_of(j), expect, 0.05 * expect);
@@ -174,11 +180,7 @@ TEST(Spmd, FullModeLateMemberTimingHoldsWithOneCollectiveInFlight) {
   // The same late member with one ICI queue per chip: the early members
   // resume when chip 5 issues and complete with it (their cached time must
   // follow the fabric's wait), so every chip ends at kDma32 + the all-reduce.
-  std::vector<std::string> programs(8, kAllReduce);
-  programs[5] = std::string(kDmaBuffers) +
-                ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
-                "dma.start dst=cv src=c sem=d\nsem.wait sem=d\n"
-                "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  const std::vector<std::string> programs = ring8_with_late_chip5();
   std::vector<std::string> sets = kRing8;
   sets.push_back("ici.concurrent_collectives=1");
   const json j = run_spmd("v5e", sets, programs, SpmdMode::kFull);

@@ -53,6 +53,28 @@ HbmTraffic hbm_traffic(const isa::Program& p, std::string_view label) {
   return t;
 }
 
+// The tiles of a view read per batch element (b, h): rows b·rows..,
+// columns h·cols.., in (b, h) order.
+std::vector<std::string> per_element_tiles(const std::string& view, int batches, int heads, int rows, int cols) {
+  std::vector<std::string> out;
+  for (int b = 0; b < batches; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      out.push_back(view + "[" + std::to_string(b * rows) + ":" + std::to_string(b * rows + rows) + ", " +
+                    std::to_string(h * cols) + ":" + std::to_string(h * cols + cols) + "]");
+    }
+  }
+  return out;
+}
+
+// The reads of `label`'s instructions from buffers whose name starts with `prefix`.
+std::vector<std::string> reads_of(const HbmTraffic& t, std::string_view prefix) {
+  std::vector<std::string> out;
+  for (const auto& r : t.reads) {
+    if (r.starts_with(prefix)) out.push_back(r);
+  }
+  return out;
+}
+
 TEST(DotLayout, KvCacheWithBatchDimsZeroAndTwoIsOneRectanglePerBatchElement) {
   // k of the decode step, bf16[8,2048,32,128] (b, s, h, d), batch {0,2},
   // contracting {3}: [B1=b, X=s (N), B2=h, Y=d (K)] seen as [8·2048, 32·128];
@@ -128,22 +150,12 @@ ENTRY e {
   const HbmTraffic t = hbm_traffic(l.program, "d");
   EXPECT_EQ(t.read_bytes, 524288 + 2048);
   EXPECT_EQ(t.write_bytes, 4096);
-  std::vector<std::string> k_reads;
-  for (const auto& r : t.reads) {
-    if (r.starts_with("k.view")) k_reads.push_back(r);
-  }
+  const std::vector<std::string> k_reads = reads_of(t, "k.view");
   ASSERT_EQ(l.report.tilings.size(), 1u);
   if (l.report.tilings[0].find("wide=rhs") != std::string::npos) {
     EXPECT_EQ(k_reads, (std::vector<std::string>{"k.view[0:256, 0:512]", "k.view[256:512, 0:512]"}));
   } else {
-    std::vector<std::string> expect;
-    for (int b = 0; b < 2; ++b) {
-      for (int h = 0; h < 4; ++h) {
-        expect.push_back("k.view[" + std::to_string(b * 256) + ":" + std::to_string(b * 256 + 256) + ", " +
-                         std::to_string(h * 128) + ":" + std::to_string(h * 128 + 128) + "]");
-      }
-    }
-    EXPECT_EQ(k_reads, expect);
+    EXPECT_EQ(k_reads, per_element_tiles("k.view", 2, 4, 256, 128));
   }
   const auto rep = isa::verify(l.program, c);
   EXPECT_TRUE(rep.ok()) << format_all(rep.diagnostics());
@@ -162,19 +174,8 @@ ENTRY e {
 })",
                             c);
   for (const auto& n : l.report.notes) EXPECT_NE(n.kind, NoteKind::kApprox) << n.message;
-  std::vector<std::string> expect;
-  for (int b = 0; b < 2; ++b) {
-    for (int h = 0; h < 4; ++h) {
-      expect.push_back("v.view[" + std::to_string(b * 256) + ":" + std::to_string(b * 256 + 256) + ", " +
-                       std::to_string(h * 64) + ":" + std::to_string(h * 64 + 64) + "]");
-    }
-  }
   const HbmTraffic t = hbm_traffic(l.program, "d");
-  std::vector<std::string> v_reads;
-  for (const auto& r : t.reads) {
-    if (r.starts_with("v.view")) v_reads.push_back(r);
-  }
-  EXPECT_EQ(v_reads, expect);
+  EXPECT_EQ(reads_of(t, "v.view"), per_element_tiles("v.view", 2, 4, 256, 64));
   // v once (2·256·4·64·2 = 262144 bytes) and p once (2·4·256·2 = 4096).
   EXPECT_EQ(t.read_bytes, 262144 + 4096);
   const auto rep = isa::verify(l.program, c);
