@@ -1,5 +1,5 @@
-// The processes of one TensorCore (its sequencer and units) as C++20
-// coroutines run by one SystemC thread (issue 5: simulator speed).
+// The processes of one chip's TensorCores (their sequencers and units) as
+// C++20 coroutines run by one SystemC thread (issue 5: simulator speed).
 //
 // A SystemC thread switch costs ~600 instructions of kernel work; a
 // TensorCore's sequencer and dozen units used to be a thread each and
@@ -13,8 +13,8 @@
 //  - A signal notified now wakes its waiters after everything ready now has
 //    run (a delta cycle, like sc_event::notify(SC_ZERO_TIME)); several
 //    notifications before then wake them once.
-//  - A process may wait for a SystemC event of the outside world (another
-//    core's barrier, a collective's group): `external()`. Such waiters are
+//  - A process may wait for a SystemC event of the outside world (a
+//    collective's group, the loop coordinator): `external()`. Such waiters are
 //    resumed at every step of the scheduler and re-check their condition.
 // Synchronized mode follows the kernel's clock: before advancing to its next
 // time the scheduler wait()s for it, so every other SystemC process sees

@@ -521,17 +521,20 @@ CoTask TensorCore::run_unit(Unit& u) {
     u.collective = entry.collective;
     Exec e;
     if (u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op)) {
-      CollectiveFabric::Ticket ticket;
       u.taken_at = t;
       co_await sched_->sync();  // the fabric orders the chips' issues by the kernel's clock
-      if (!issue_collective(u, pc, ticket)) co_return;
-      CollectiveFabric::Poll p = spmd_.fabric->poll(ticket);
+      auto ticket = spmd_.fabric->issue(spmd_.device, program_, pc, u.collective, where(pc));
+      if (!ticket.ok()) {
+        error_ = ticket.errors().front().message;
+        co_return;
+      }
+      CollectiveFabric::Poll p = spmd_.fabric->poll(*ticket);
       while (!p.ready) {
         u.waiting = Waiting{Waiting::Kind::kCollective, pc, 0, 0};
         const double dt = p.until_s - now();
         co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + ticks(std::max(dt, 0.0))
                                                              : CoreScheduler::kNever);
-        p = spmd_.fabric->poll(ticket);
+        p = spmd_.fabric->poll(*ticket);
       }
       u.waiting = {};
       const double rel = std::max(p.completion - t, cycle_s_);
@@ -587,16 +590,6 @@ CoTask TensorCore::run_unit(Unit& u) {
     for (std::uint32_t k = 0; k < entry.deps; ++k) u.dep_ids.pop_front();
     if (CoreScheduler::has_waiters(any_popped_)) sched_->notify(any_popped_);
   }
-}
-
-bool TensorCore::issue_collective(Unit& u, std::uint32_t pc, CollectiveFabric::Ticket& ticket) {
-  auto issued = spmd_.fabric->issue(spmd_.device, program_, pc, u.collective, where(pc));
-  if (!issued.ok()) {
-    error_ = issued.errors().front().message;
-    return false;
-  }
-  ticket = *issued;
-  return true;
 }
 
 TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {

@@ -124,8 +124,6 @@ class TensorCore : public sc_core::sc_module {
   };
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
-  // A collective on the fabric: issues it (false: error_ is set) ...
-  bool issue_collective(Unit& u, std::uint32_t pc, CollectiveFabric::Ticket& ticket);
   void retire();
   // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().
   Dyn& dyn(std::uint64_t id) { return dyn_ring_[static_cast<size_t>(id & dyn_mask_)]; }
