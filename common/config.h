@@ -94,6 +94,7 @@ struct CoreConfig {
 };
 
 struct HbmConfig {
+  std::string model = "channels";  // memory/hbm_model.h registry name
   double capacity = 0;   // bytes
   double bandwidth = 0;  // bytes/s, whole chip
   std::int64_t channels = 0;
@@ -125,6 +126,10 @@ struct SystemTopology {
   std::string collective_algorithm = "auto";  // interconnect::CollectiveAlgorithm name (AG/RS/AR)
   std::optional<std::int64_t> chips;   // if stated, must equal product × slices
 };
+
+// Chips in the system: the product of the topology's extents × slices (the
+// one place this product is computed).
+[[nodiscard]] std::int64_t chip_count(const SystemTopology& system);
 
 // How the simulator runs a program (not a hardware property; a config key so
 // sweeps and validation rows can set it).

@@ -487,13 +487,12 @@ std::vector<Diagnostic> validate_config(const LoadedConfig& c) {
     out.push_back(at_key(c, "system.topology",
                          fmt::format("system.topology has {} axes; ICI tori have at most 3", topo.size())));
   }
-  std::int64_t product = 1;
   int active_axes = 0;
   for (auto n : topo) {
-    product *= n;
     if (n > 1) ++active_axes;
   }
-  const std::int64_t chips = product * chip.system.slices;
+  const std::int64_t chips = chip_count(chip.system);
+  const std::int64_t product = chips / std::max<std::int64_t>(1, chip.system.slices);
   if (chip.system.chips && *chip.system.chips != chips) {
     out.push_back(at_key(c, "system.chips",
                          fmt::format("system.chips = {} but the topology gives {} chips ({} per slice x {} slices)",
@@ -541,10 +540,14 @@ DerivedFigures derive(const ChipConfig& c) {
   // VPU: every ALU of every (sublane, lane) does one FLOP per cycle.
   d.vpu_flops_per_s = static_cast<double>(c.tensorcores) * static_cast<double>(c.core.vpu.sublanes) *
                       static_cast<double>(c.core.vpu.lanes) * static_cast<double>(c.core.vpu.alus_per_lane) * c.clock;
-  std::int64_t product = 1;
-  for (auto n : c.system.topology) product *= n;
-  d.chips = product * c.system.slices;
+  d.chips = chip_count(c.system);
   return d;
+}
+
+std::int64_t chip_count(const SystemTopology& system) {
+  std::int64_t product = 1;
+  for (auto n : system.topology) product *= n;
+  return product * system.slices;
 }
 
 }  // namespace tpusim

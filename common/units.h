@@ -11,6 +11,16 @@ namespace tpusim {
 using Bytes = std::uint64_t;
 using Cycles = std::uint64_t;
 
+// ceil(a / b) for a >= 0; 0 when b <= 0 (a unit with no capacity does no
+// work per step: callers guard the division, this keeps it defined).
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+// a rounded up to a multiple of m (m > 0).
+constexpr std::int64_t round_up(std::int64_t a, std::int64_t m) { return ceil_div(a, m) * m; }
+
+// SystemC time has 1 ps resolution: simulated times (seconds) closer than
+// half of it are the same instant.
+constexpr double kTimeEpsilonSeconds = 0.5e-12;
+
 // The physical dimension a configuration value carries.
 enum class Dimension {
   kBytes,           // B, kB, MB, GB, TB (decimal) / KiB, MiB, GiB, TiB (binary)

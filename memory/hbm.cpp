@@ -1,9 +1,11 @@
 #include "memory/hbm.h"
 
+#include <memory>
+
 namespace tpusim {
 
 Hbm::Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stats, const std::string& p)
-    : sc_module(name),
+    : HbmModel(name),
       socket("socket"),
       cfg_(cfg),
       read_bytes_(stats.add(p + ".read_bytes", "bytes", "bytes read by the program")),
@@ -49,5 +51,13 @@ void Hbm::b_transport(int /*initiator*/, tlm::tlm_generic_payload& payload, sc_c
   queued_s_.value = device_.queued_seconds();
   payload.set_response_status(tlm::TLM_OK_RESPONSE);
 }
+
+TPUSIM_REGISTER_HBM_MODEL(channels,
+                          "bursts of hbm.access_granularity interleaved over hbm.channels, a FIFO device at "
+                          "hbm.bandwidth x hbm.efficiency, hbm.latency per access",
+                          [](const char* module_name, const HbmConfig& cfg, StatsRegistry& stats,
+                             const std::string& stat_prefix) -> std::unique_ptr<HbmModel> {
+                            return std::make_unique<Hbm>(module_name, cfg, stats, stat_prefix);
+                          });
 
 }  // namespace tpusim

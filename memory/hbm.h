@@ -1,4 +1,4 @@
-// HBM as a SystemC module with a TLM-2.0 target socket, so another DRAM model
+// HBM as a SystemC module (the `channels` model of hbm.model) with a TLM-2.0 target socket, so another DRAM model
 // can be plugged in behind the same socket. Timing comes from the pure
 // function hbm_transfer() (channels, bursts, efficiency, latency); the module
 // only queues transfers on the shared device (FIFO) and annotates the delay.
@@ -11,9 +11,10 @@
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "common/config.h"
-#include "memory/bandwidth_server.h"
-#include "memory/hbm_timing.h"
 #include "common/stats.h"
+#include "memory/bandwidth_server.h"
+#include "memory/hbm_model.h"
+#include "sim/timing/hbm_timing.h"
 
 namespace tpusim {
 
@@ -27,11 +28,13 @@ struct StridedTileExtension : tlm::tlm_extension<StridedTileExtension> {
   }
 };
 
-class Hbm : public sc_core::sc_module {
+// The `channels` HBM model (memory/hbm_model.h): the default of every preset.
+class Hbm : public HbmModel {
  public:
   tlm_utils::multi_passthrough_target_socket<Hbm> socket;
 
   Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stats, const std::string& stat_prefix);
+  [[nodiscard]] TargetSocket& target() override { return socket; }
 
  private:
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTPUSIM_BUILD_TESTS=OFF >/dev/null
 cmake --build build/release -j "$(nproc)" --target tpusim
-TPUSIM=build/release/sim/tpusim
+TPUSIM=build/release/app/tpusim
 
 echo "== the chip: tpusim config show --chip v5e (derived peaks)"
 "$TPUSIM" config show --chip v5e | sed -n '/^derived/,$p'

@@ -18,7 +18,7 @@ echo "== ctest (debug)"
 ctest --test-dir build/debug --output-on-failure -j "$JOBS" --timeout 600
 
 echo "== validation suite (references in tests/validation/refs)"
-VALIDATION_REPORT=out/validation.md bash scripts/validate.sh build/debug/sim/tpusim
+VALIDATION_REPORT=out/validation.md bash scripts/validate.sh build/debug/app/tpusim
 
 if [ "${SKIP_SANITIZE:-0}" != "1" ]; then
   echo "== ASan+UBSan build"

@@ -10,7 +10,7 @@ if [ -z "$TPUSIM" ]; then
   bash scripts/setup.sh
   cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTPUSIM_BUILD_TESTS=OFF >/dev/null
   cmake --build build/release -j "$(nproc)" --target tpusim
-  TPUSIM=build/release/sim/tpusim
+  TPUSIM=build/release/app/tpusim
 fi
 mkdir -p out
 status=0

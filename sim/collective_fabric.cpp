@@ -5,13 +5,12 @@
 #include <numeric>
 #include <tuple>
 
-#include "sim/instruction_cost.h"
+#include "sim/timing/instruction_cost.h"
 
 namespace tpusim {
 namespace {
 
-// SystemC time has 1 ps resolution; times closer than this are equal.
-constexpr double kEps = 0.5e-12;
+constexpr double kEps = kTimeEpsilonSeconds;
 
 std::string list_devices(const std::vector<std::int64_t>& d) {
   std::string s;

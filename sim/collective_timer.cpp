@@ -7,7 +7,7 @@
 #include <set>
 #include <variant>
 
-#include "sim/vpu_timing.h"
+#include "sim/timing/vpu_timing.h"
 
 namespace tpusim {
 namespace {
@@ -29,11 +29,6 @@ interconnect::CollectiveKind to_interconnect(isa::CollectiveKind k) {
     case isa::CollectiveKind::kCollectivePermute: return interconnect::CollectiveKind::kCollectivePermute;
   }
   return interconnect::CollectiveKind::kAllReduce;
-}
-
-double placeholder_collective_seconds(const ChipConfig& c, double bytes) {
-  const double bw = static_cast<double>(c.ici.links) * c.ici.link_bandwidth * c.ici.link_efficiency;
-  return (bw > 0 ? bytes / bw : 0.0) + c.ici.hop_latency;
 }
 
 Result<CollectiveTiming> PlaceholderCollectiveTimer::time(const CollectiveRequest& r) {

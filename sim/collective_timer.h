@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "sim/timing/instruction_cost.h"  // placeholder_collective_seconds
 #include "common/diagnostic.h"
 #include "interconnect/collectives.h"
 #include "interconnect/network.h"
@@ -76,9 +77,6 @@ class CollectiveTimer {
   [[nodiscard]] virtual std::int64_t num_devices() const = 0;
 };
 
-// Seconds of the single-chip placeholder: bytes / (links × bandwidth ×
-// efficiency) + one hop latency.
-double placeholder_collective_seconds(const ChipConfig& chip, double bytes);
 
 class PlaceholderCollectiveTimer final : public CollectiveTimer {
  public:

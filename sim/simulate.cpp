@@ -1,16 +1,10 @@
 #include "sim/simulate.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fmt/format.h>
-#include <fstream>
-#include <memory>
-#include <systemc>
-
-#include "memory/hbm.h"
-#include "sim/core_sync.h"
-#include "sim/trace.h"
 #include <map>
+
+#include "sim/system.h"
 
 namespace tpusim {
 namespace {
@@ -94,93 +88,13 @@ Result<SimResult> simulate(const ChipConfig& chip, isa::Program program, const S
 
 Result<SimResult> simulate_cores(const ChipConfig& chip, std::vector<isa::Program> programs,
                                  const SimOptions& options) {
-  const std::string file = programs.empty() ? std::string("<program>") : programs.front().file;
-  if (programs.empty() || (programs.size() > 1 && static_cast<int>(programs.size()) != chip.tensorcores)) {
-    return Diagnostic{file, 0, 0,
-                      fmt::format("internal: {} programs for a chip of {} TensorCores", programs.size(),
-                                  chip.tensorcores),
-                      ""};
-  }
-  if (!detail::claim_elaboration()) {
-    return Diagnostic{file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
-  }
-  for (auto& p : programs) {
-    if (std::string err = detail::place_buffers(chip, p); !err.empty()) return Diagnostic{p.file, 0, 0, err, ""};
-  }
-  ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-
-  SimResult result;
-  std::unique_ptr<std::ofstream> trace_file;
-  std::unique_ptr<TraceWriter> trace;
-  if (!options.trace_path.empty()) {
-    trace_file = std::make_unique<std::ofstream>(options.trace_path);
-    if (!*trace_file) return Diagnostic{options.trace_path, 0, 0, "cannot write the trace file", ""};
-    trace = std::make_unique<TraceWriter>(*trace_file, options.trace_merge_gap_s);
-  }
-
-  // Elaboration: the chip's HBM, shared by its TensorCores (one per program).
-  const int ncores = static_cast<int>(programs.size());
-  auto hbm = std::make_unique<Hbm>("hbm", chip.hbm, result.stats, "chip0.hbm");
-  // Loop extrapolation names loop instances by pc: the TensorCores of a
-  // megacore chip run different programs, so their loops run in full.
-  ChipConfig core_chip = chip;
-  if (ncores > 1 && chip.simulation.loops != "full") {
-    core_chip.simulation.loops = "full";
-    result.notes.push_back("loops simulated in full: the TensorCores of a megacore chip run different programs "
-                           "(extrapolation needs one stream)");
-  }
-  // (Only for a megacore chip: one scheduler for its cores.)
-  std::unique_ptr<CoreSync> sync = ncores > 1 ? std::make_unique<CoreSync>(ncores, chip.simulation.run_ahead) : nullptr;
-  std::vector<std::unique_ptr<TensorCore>> cores;
-  for (int c = 0; c < ncores; ++c) {
-    const std::string name = fmt::format("core{}", c);
-    cores.push_back(std::make_unique<TensorCore>(name.c_str(), core_chip, programs[static_cast<std::size_t>(c)],
-                                                 result.stats, "chip0." + name, trace.get(), SpmdBinding{},
-                                                 sync.get()));
-    cores.back()->hbm_socket.bind(hbm->socket);
-    if (ncores == 1) cores.back()->set_loop_coordination(nullptr, {"chip0.hbm."});
-  }
-  if (chip.tensorcores > ncores) {
-    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
-  } else if (ncores > 1) {
-    result.notes.push_back(fmt::format("megacore: {} TensorCores run their share of every section and meet at "
-                                       "core.barrier; they share the chip's HBM",
-                                       ncores));
-  }
-  for (const auto& inst : programs.front().code) {
-    if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
-      result.notes.push_back("collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
-      break;
-    }
-  }
-
-  sc_core::sc_start();  // runs until no events remain: completion or deadlock
-
-  result.finished = true;
-  double end = 0;
-  std::vector<const TensorCore*> views;
-  std::vector<const isa::Program*> progs;
-  for (int c = 0; c < ncores; ++c) {
-    const TensorCore& core = *cores[static_cast<std::size_t>(c)];
-    if (!core.error().empty()) {
-      return Diagnostic{file, 0, 0, ncores > 1 ? fmt::format("core {}: {}", c, core.error()) : core.error(), ""};
-    }
-    if (!core.finished()) {
-      result.finished = false;
-      for (const auto& b : core.blocked()) result.blocked.push_back(ncores > 1 ? fmt::format("core {}: {}", c, b) : b);
-    }
-    end = std::max(end, core.finished() ? core.end_seconds() : sc_core::sc_time_stamp().to_seconds());
-    views.push_back(&core);
-    progs.push_back(&programs[static_cast<std::size_t>(c)]);
-  }
-  result.seconds = end;
-  result.cycles = std::round(result.seconds * chip.clock);
-  result.stats.add("chip0.seconds", "s", "simulated time of the program").value = result.seconds;
-  result.loops = cores.front()->extrapolated_loops();
-  for (auto& n : loop_notes(result.loops)) result.notes.push_back(std::move(n));
-  result.provenance = detail::merge_provenance(views, progs);
-  if (trace) trace->finish();
-  return result;
+  std::vector<std::vector<isa::Program>> one;
+  one.push_back(std::move(programs));
+  SpmdOptions o;
+  o.sim = options;
+  auto r = run_system(chip, std::move(one), o, /*network=*/false);
+  if (!r.ok()) return r.errors();
+  return std::move(r->sim);
 }
 
 }  // namespace tpusim

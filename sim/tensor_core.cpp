@@ -10,8 +10,8 @@
 #include "memory/hbm.h"
 #include "sim/collective_fabric.h"
 #include "sim/core_sync.h"
-#include "sim/instruction_cost.h"
-#include "sim/mxu_timing.h"
+#include "sim/timing/instruction_cost.h"
+#include "sim/timing/mxu_timing.h"
 
 // Speed notes (issue 5): the sequencer and the units are coroutines of one
 // scheduler per core (sim/core_scheduler.h) with its own deterministic order
@@ -69,7 +69,8 @@ constexpr double kNotTaken = std::numeric_limits<double>::infinity();
 struct TensorCore::Unit {
   std::string name;  // "mxu0", "vpu", "dma2", …
   isa::Unit kind;
-  int index = 0;
+  int index = 0;            // among the units of its kind
+  std::uint32_t slot = 0;   // in TensorCore::units_
   struct Entry {
     std::uint64_t id;
     double visible_at;
@@ -116,8 +117,7 @@ struct TensorCore::Unit {
 namespace {
 
 constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
-// SystemC time has 1 ps resolution; times closer than this are equal.
-constexpr double kTimeEps = 0.5e-12;  // entries per unit queue (sequencer stalls beyond)
+constexpr double kTimeEps = kTimeEpsilonSeconds;
 
 bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
   return t.row < r1 && r0 < t.row + t.rows && t.col < c1 && c0 < t.col + t.cols;
@@ -155,6 +155,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
     u->name = std::move(uname);
     u->kind = kind;
     u->index = index;
+    u->slot = static_cast<std::uint32_t>(units_.size());
     const std::string up = p + "." + u->name;
     u->busy = &stats.add(up + ".busy_cycles", "cycles", "cycles the unit was occupied");
     u->insts = &stats.add(up + ".instructions", "count", "instructions executed");
@@ -455,8 +456,7 @@ CoTask TensorCore::sequencer() {
       Unit& u = unit_for(inst);
       const double stall_from = now();
       while (u.queue.size() >= kQueueDepth) {
-        sequencer_waiting_ =
-            Waiting{Waiting::Kind::kQueueSlot, pc, static_cast<std::uint32_t>(&u - units_.front().get()), 0};
+        sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, 0, 0, u.slot};
         co_await CoreScheduler::on(any_popped_);
       }
       stall_queue_ += (now() - stall_from) / cycle_s_;
@@ -915,7 +915,7 @@ void TensorCore::retire() {
 std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_name*/) const {
   switch (w.kind) {
     case Waiting::Kind::kQueueSlot:
-      return fmt::format("a free slot in the {} queue for {}", units_[w.sem]->name, where(w.pc));
+      return fmt::format("a free slot in the {} queue for {}", units_[w.unit]->name, where(w.pc));
     case Waiting::Kind::kSemaphore:
       return fmt::format("semaphore '{}' to reach {} (it is {}) at {}", program_.semaphores[w.sem].name, w.count,
                          sem_[w.sem], where(w.pc));

@@ -192,8 +192,9 @@ class TensorCore : public sc_core::sc_module {
       kNone, kQueueSlot, kSemaphore, kBarrier, kCoreBarrier, kEnd, kStart, kComplete, kCollective, kLoopLeader
     } kind = Kind::kNone;
     std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
-    std::uint32_t sem = 0;
+    std::uint32_t sem = 0;    // kSemaphore: the semaphore
     std::int64_t count = 0;
+    std::uint32_t unit = 0;   // kQueueSlot: the unit's slot in units_
   };
   [[nodiscard]] std::string describe(const Waiting& w, const std::string& unit_name) const;
   Waiting sequencer_waiting_;

@@ -10,11 +10,11 @@
 
 #include "isa/lower/context.h"
 
+#include "common/units.h"
+
 namespace tpusim::lower {
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t round_up(std::int64_t v, std::int64_t m) { return ceil_div(v, m) * m; }
 
 struct Tiling {
   std::int64_t tm = 0, tn = 0, tk = 0;
@@ -179,7 +179,7 @@ class DotLowering {
               // row) waste bursts and channel parallelism. Runs of whole view
               // rows are dense. Rows whose pitch is a multiple of
               // granularity x channels all start on the same channel, so a
-              // run of b bursts uses b of the channels (memory/hbm_timing.h:
+              // run of b bursts uses b of the channels (sim/timing/hbm_timing.h:
               // bursts interleave over the channels by address); otherwise,
               // below ~1 KiB per row the effective bandwidth falls about
               // linearly (measured on the simulator's HBM model,

@@ -11,6 +11,8 @@
 #include "isa/lower/context.h"
 #include "isa/lower/fusion.h"
 
+#include "common/units.h"
+
 namespace tpusim::lower {
 namespace {
 
@@ -43,8 +45,6 @@ struct ArrayStream {
   bool aligned = false;       // same view as the iteration space: tiles feed ops directly
 };
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::int64_t round_up(std::int64_t v, std::int64_t m) { return ceil_div(v, m) * m; }
 
 struct Step {
   bool eup = false;

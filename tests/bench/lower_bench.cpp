@@ -13,7 +13,7 @@
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
 #include "isa/verifier.h"
-#include "sim/isolated.h"
+#include "common/isolated.h"
 #include "sim/simulate.h"
 
 namespace tpusim {

@@ -10,7 +10,7 @@
 
 #include "common/config_loader.h"
 #include "isa/assembler.h"
-#include "sim/isolated.h"
+#include "common/isolated.h"
 #include "sim/simulate.h"
 #include "tests/bench/proc_status.h"
 

@@ -19,7 +19,7 @@
 #include "common/config_loader.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
-#include "sim/isolated.h"
+#include "common/isolated.h"
 #include "sim/simulate.h"
 #include "sim/spmd.h"
 #include "tests/bench/proc_status.h"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sim/sweep/spec.h"
+#include "app/sweep/spec.h"
 
 namespace {
 

@@ -8,7 +8,7 @@ value, one marker per ok run, the ringed Pareto front equal to the front
 link bandwidth with one marker per chip count. Then bad input: each must exit
 2 with a message naming the file (and line:column where there is one).
 
-  plot_sweep_test.py --tpusim build/debug/sim/tpusim --source .
+  plot_sweep_test.py --tpusim build/debug/app/tpusim --source .
 """
 
 import argparse

@@ -16,8 +16,8 @@
 #include "isa/assembler.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
-#include "sim/isolated.h"
-#include "sim/report.h"
+#include "common/isolated.h"
+#include "app/report/report.h"
 #include "sim/simulate.h"
 #include "sim/spmd.h"
 

@@ -16,7 +16,7 @@
 #include "isa/assembler.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
-#include "sim/isolated.h"
+#include "common/isolated.h"
 #include "sim/spmd.h"
 
 namespace tpusim {

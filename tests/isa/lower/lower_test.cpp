@@ -15,7 +15,7 @@
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 #include "isa/verifier.h"
-#include "sim/isolated.h"
+#include "common/isolated.h"
 #include "sim/simulate.h"
 #include "tests/isa/lower/while_module.h"
 

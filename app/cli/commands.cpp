@@ -1,0 +1,293 @@
+#include "app/cli/commands.h"
+
+#include "app/pipeline.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "common/csv.h"
+#include "app/validate/validate_collective.h"
+#include "isa/assembler.h"
+#include "isa/hlo/analysis.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/fusion.h"
+#include "isa/lower/lower.h"
+#include "isa/printer.h"
+#include "isa/verifier.h"
+#include "app/cli/config_command.h"
+#include "sim/collective_timer.h"
+#include "app/report/report.h"
+#include "sim/simulate.h"
+#include "app/validate/validate_hlo.h"
+#include "sim/spmd.h"
+#include "app/validate/validate_systolic.h"
+
+namespace tpusim::cli {
+namespace {
+
+bool read_text(const std::string& path, std::string& text, std::ostream& err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    err << fmt::format("{}: error: cannot open file\n", path);
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// Loads the chip config with --system applied as system.topology; errors
+// about that key name the flag.
+bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, LoadedConfig& cfg, std::ostream& err) {
+  if (run.system.empty()) {
+    if (run.wrap) {
+      err << "--wrap: error: needs --system (it wraps every axis of that shape)\n";
+      return false;
+    }
+    return load_chip(opt, cfg, err);
+  }
+  const std::string list = system_to_yaml_list(run.system);
+  if (list.empty()) {
+    err << fmt::format("--system: error: expected chips per axis like 8, 4x4 or 4x4x4 (1 to 3 axes, each >= 1), "
+                       "got '{}'\n",
+                       run.system);
+    return false;
+  }
+  CommonOptions with = opt;
+  const std::string override_text = "system.topology=" + list;
+  with.overrides.push_back(override_text);
+  if (run.wrap) with.overrides.push_back("system.wraparound=" + wrap_all_list(list));
+  auto r = load_config(with.chip, with.overrides);
+  if (!r.ok()) {
+    std::vector<Diagnostic> ds = r.errors();
+    const std::string flag_layer = fmt::format("--set '{}'", override_text);
+    for (auto& d : ds) {
+      if (d.file == flag_layer) d.file = "--system " + run.system;
+      if (auto at = d.message.find(flag_layer); at != std::string::npos) {
+        d.message.replace(at, flag_layer.size(), "--system " + run.system);
+      }
+    }
+    err << format_all(ds);
+    return false;
+  }
+  cfg = std::move(r).value();
+  return true;
+}
+
+}  // namespace
+
+int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  std::string text;
+  if (!read_text(input, text, err)) return kUsageError;
+  auto prog = isa::assemble(text, input);
+  if (!prog.ok()) {
+    err << format_all(prog.errors());
+    return kUsageError;
+  }
+  const isa::VerifyReport report = isa::verify(*prog, cfg.chip, text);
+  if (opt.format == Format::kJson) {
+    nlohmann::json j;
+    j["program"] = input;
+    j["chip"] = cfg.chip.name;
+    j["ok"] = report.ok();
+    j["summary"] = report.format_summary();
+    nlohmann::json issues = nlohmann::json::array();
+    for (const auto& i : report.issues) {
+      issues.push_back({{"kind", isa::name(i.kind)}, {"file", i.diagnostic.file}, {"line", i.diagnostic.line},
+                        {"column", i.diagnostic.column}, {"message", i.diagnostic.message}});
+    }
+    j["issues"] = issues;
+    out << j.dump(2) << "\n";
+  } else {
+    if (!report.ok()) out << format_all(report.diagnostics());
+    out << input << ": " << report.format_summary() << "\n";
+  }
+  return report.ok() ? kOk : kFailure;
+}
+
+int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
+            std::ostream& err) {
+  std::optional<SpmdMode> mode;
+  if (run.mode == "full") {
+    mode = SpmdMode::kFull;
+  } else if (run.mode == "symmetric") {
+    mode = SpmdMode::kSymmetric;
+  } else if (!run.mode.empty()) {
+    err << fmt::format("--mode: error: expected full or symmetric, got '{}'\n", run.mode);
+    return kUsageError;
+  }
+  LoadedConfig cfg;
+  if (!load_chip_with_system(opt, run, cfg, err)) return kUsageError;
+  app::PipelineOptions po;
+  po.multi_chip = chip_count(cfg.chip.system) > 1 || mode.has_value() || !run.system.empty();
+  po.spmd.mode = mode;
+  po.spmd.sim.trace_path = run.trace_path;
+  po.spmd.sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
+  po.notes = &err;
+  app::StageError failure;
+  auto done = app::run_pipeline(input, cfg.chip, po, failure);
+  if (!done) {
+    err << failure.text;
+    return failure.code;
+  }
+  const SimResult* result = &done->run.sim;
+  const std::optional<SpmdResult>& spmd = done->run.spmd;
+  const auto& roofline = done->compiled.roofline;
+  const ReportInput in{input, &cfg.chip, result, roofline ? &*roofline : nullptr, spmd ? &*spmd : nullptr};
+  const nlohmann::json j = report_json(in);
+  if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
+  if (opt.format == Format::kJson) {
+    out << j.dump(2) << "\n";
+  } else if (opt.verbosity >= 0 || !result->finished) {
+    out << report_text(in);
+  }
+  if (!result->finished) {
+    for (const auto& b : result->blocked) err << fmt::format("{}: deadlock: {}\n", input, b);
+    return kFailure;
+  }
+  return kOk;
+}
+
+int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  const hlo::RooflineRates rates = hlo::RooflineRates::from_figures(derive(cfg.chip));
+  const hlo::AnalyzeFormat f = opt.format == Format::kJson  ? hlo::AnalyzeFormat::kJson
+                               : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
+                                                            : hlo::AnalyzeFormat::kText;
+  auto r = hlo::analyze_hlo_file(input, rates, f);
+  if (!r.ok()) {
+    err << format_all(r.errors());
+    return kUsageError;
+  }
+  if (!write_output_file(opt, opt.format == Format::kJson ? "analysis.json" : opt.format == Format::kCsv ? "analysis.csv" : "analysis.txt", *r, err)) {
+    return kUsageError;
+  }
+  if (opt.format != Format::kText) {
+    out << *r;
+  } else {
+    out << fmt::format("chip {}: bf16 peak {:.4g} TFLOP/s, HBM {:.4g} GB/s, ICI {:.4g} GB/s per chip\n", cfg.chip.name,
+                       derive(cfg.chip).peak_flops_bf16 / 1e12, cfg.chip.hbm.bandwidth / 1e9,
+                       derive(cfg.chip).ici_bytes_per_s_per_chip / 1e9)
+        << *r;
+  }
+  return kOk;
+}
+
+int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,
+                 const std::string& tolerance, std::ostream& out, std::ostream& err) {
+  double tol = 0.01;
+  if (!tolerance.empty() && !parse_tolerance(tolerance, tol)) {
+    err << fmt::format("--tolerance: error: expected a percentage like 1% or a fraction like 0.01, got '{}'\n",
+                       tolerance);
+    return kUsageError;
+  }
+  if (kind == "systolic") {
+    return validate_systolic_csv(file, tolerance.empty() ? 0.01 : tol, opt.format == Format::kJson, out, err);
+  }
+  if (kind == "collective") {
+    return interconnect::validate_collective_csv(file, tolerance.empty() ? 0.05 : tol, opt.format == Format::kJson,
+                                                 out, err);
+  }
+  if (kind == "step") {
+    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err);
+  }
+  if (kind == "roofline") {
+    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err);
+  }
+  err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
+  return kUsageError;
+}
+
+}  // namespace tpusim::cli
+
+namespace tpusim::cli {
+
+int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
+              std::ostream& out, std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  const int cores = lower::megacore_cores(cfg.chip);
+  if (core < 0 || core >= cores) {
+    err << fmt::format("--core: error: expected a TensorCore of chip {} from 0 to {}, got {}\n", cfg.chip.name,
+                       cores - 1, core);
+    return kUsageError;
+  }
+  app::StageError failure;
+  auto compiled = app::compile_hlo(input, cfg.chip, failure);
+  if (!compiled) {
+    err << failure.text;
+    return failure.code;
+  }
+  const isa::Program& prog = compiled->programs[static_cast<std::size_t>(core)];
+  const lower::LowerReport& rep = compiled->reports[static_cast<std::size_t>(core)];
+  const isa::VerifyReport check = isa::verify(prog, cfg.chip);
+  if (opt.format == Format::kJson) {
+    nlohmann::json notes = nlohmann::json::array();
+    for (const auto& n : rep.notes) {
+      notes.push_back({{"op", n.op}, {"opcode", n.opcode}, {"kind", lower::name(n.kind)}, {"message", n.message}});
+    }
+    nlohmann::json j{{"input", input},
+                     {"chip", cfg.chip.name},
+                     {"core", core},
+                     {"cores", cores},
+                     {"instructions", prog.code.size()},
+                     {"buffers", prog.buffers.size()},
+                     {"sections", rep.sections},
+                     {"lowered", rep.count(lower::NoteKind::kLowered)},
+                     {"free", rep.count(lower::NoteKind::kFree)},
+                     {"approximated", rep.count(lower::NoteKind::kApprox)},
+                     {"approximations", rep.approximations},
+                     {"dot_tilings", rep.tilings},
+                     {"notes", notes},
+                     {"verify", {{"ok", check.ok()}, {"summary", check.format_summary()}}},
+                     {"output", output}};
+    out << j.dump(2) << "\n";
+  }
+  // The program: to -o FILE, or to stdout when no JSON summary goes there.
+  std::string text = fmt::format(
+      "# tpusim lower {} --chip {}\n# {} instructions, {} buffers, {} sections; {} ops lowered, {} free, {} "
+      "approximated\n",
+      input, cfg.chip.name, prog.code.size(), prog.buffers.size(), rep.sections, rep.count(lower::NoteKind::kLowered),
+      rep.count(lower::NoteKind::kFree), rep.count(lower::NoteKind::kApprox));
+  if (cores > 1) {
+    text += fmt::format("# megacore: the program of TensorCore {} of {} (each core takes its share of every "
+                        "section; --core N writes the others)\n",
+                        core, cores);
+  }
+  for (const auto& a : rep.approximations) text += "# " + a + "\n";
+  for (const auto& t : rep.tilings) text += "# tiling " + t + "\n";
+  text += isa::print(prog);
+  if (!output.empty()) {
+    std::ofstream f(output, std::ios::binary);
+    if (!f || !(f << text)) {
+      err << fmt::format("{}: error: cannot write the program\n", output);
+      return kUsageError;
+    }
+  } else if (opt.format != Format::kJson) {
+    out << text;
+  }
+  if (!write_output_file(opt, "lower.tasm", text, err)) return kUsageError;
+  if (opt.verbosity >= 0 && opt.format != Format::kJson) {
+    err << fmt::format("{}: {} instructions; {} approximations; verify: {}\n", input, prog.code.size(),
+                       rep.approximations.size(), check.format_summary());
+  }
+  if (!check.ok()) {
+    err << format_all(check.diagnostics());
+    return kFailure;
+  }
+  return kOk;
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,37 @@
+// Subcommands that take an input file: run, check, analyze, validate.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <optional>
+
+#include "common/config.h"
+#include "isa/hlo/analysis.h"
+#include "isa/lower/lower.h"
+#include "app/cli/cli.h"
+#include "sim/spmd.h"  // system_to_yaml_list, wrap_all_list
+
+namespace tpusim::cli {
+
+struct RunOptions {
+  std::string trace_path;  // --trace FILE
+  double trace_merge_us = 0;
+  std::string system;  // --system 4x4x4: sets system.topology ("" = the config's)
+  std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)
+  bool wrap = false;   // --wrap: every axis of --system wraps around (a torus)
+};
+
+
+int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
+            std::ostream& err);
+// core: which TensorCore's program of a megacore chip to write (0-based).
+int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
+              std::ostream& out, std::ostream& err);
+int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
+int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
+int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,
+                 const std::string& tolerance, std::ostream& out, std::ostream& err);
+
+}  // namespace tpusim::cli

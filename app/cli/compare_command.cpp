@@ -1,0 +1,136 @@
+#include "app/cli/compare_command.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "common/units.h"
+#include "app/cli/commands.h"
+#include "app/cli/config_command.h"
+#include "app/hlo_run.h"
+
+namespace tpusim::cli {
+namespace {
+
+using nlohmann::json;
+
+struct Side {
+  json report;
+  std::map<std::string, json> ops;  // by op name
+};
+
+double num(const json& j, const char* key) { return j.contains(key) ? j[key].get<double>() : 0.0; }
+
+}  // namespace
+
+int cmd_compare(const CommonOptions& opt, const std::string& a, const std::string& b, std::ostream& out,
+                std::ostream& err) {
+  LoadedConfig cfg;
+  if (!load_chip(opt, cfg, err)) return kUsageError;
+  Side side[2];
+  const std::string inputs[2] = {a, b};
+  int worst = kOk;
+  for (int s = 0; s < 2; ++s) {
+    HloRunOutcome run = run_hlo_isolated(inputs[s], cfg.chip);
+    if (run.exit_code != 0) {
+      err << run.error;
+      worst = std::max(worst, run.exit_code);
+      continue;
+    }
+    json& j = run.report;
+    for (const auto& op : j["ops"]) side[s].ops.emplace(op["name"].get<std::string>(), op);
+    side[s].report = std::move(j);
+  }
+  if (worst != kOk) return worst;
+
+  // Per-op rows: matched by name; an op present on one side only is a row too.
+  struct Row {
+    std::string name;
+    const json* x;
+    const json* y;
+    double delta;
+  };
+  std::vector<Row> rows;
+  for (const auto& [name, op] : side[0].ops) {
+    const auto it = side[1].ops.find(name);
+    const json* y = it == side[1].ops.end() ? nullptr : &it->second;
+    rows.push_back({name, &op, y, (y ? num(*y, "time_s") : 0.0) - num(op, "time_s")});
+  }
+  for (const auto& [name, op] : side[1].ops) {
+    if (!side[0].ops.contains(name)) rows.push_back({name, nullptr, &op, num(op, "time_s")});
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& p, const Row& q) { return std::abs(p.delta) > std::abs(q.delta); });
+
+  const double ta = num(side[0].report, "step_time_s"), tb = num(side[1].report, "step_time_s");
+  const double delta = tb - ta;
+  json rows_json = json::array();
+  for (const Row& r : rows) {
+    rows_json.push_back({{"name", r.name},
+                         {"a_time_s", r.x ? json(num(*r.x, "time_s")) : json(nullptr)},
+                         {"b_time_s", r.y ? json(num(*r.y, "time_s")) : json(nullptr)},
+                         {"delta_s", r.delta},
+                         {"share_of_difference", delta != 0 ? r.delta / delta : 0.0},
+                         {"a_bound", r.x ? (*r.x)["bound"] : json(nullptr)},
+                         {"b_bound", r.y ? (*r.y)["bound"] : json(nullptr)},
+                         {"in", r.x && r.y ? "both" : r.x ? "a" : "b"}});
+  }
+  auto summary = [](const json& r) {
+    double flops = 0;
+    for (const auto& op : r["ops"]) flops += num(op, "flops");
+    return json{{"program", r["program"]},
+                {"step_time_s", r["step_time_s"]},
+                {"bound_time_s", r["bound_time_s"]},
+                {"ops", r["ops"].size()},
+                {"flops", flops},
+                {"hbm_bytes", r["hbm"]["bytes"]},
+                {"mxu_flop_utilization", r["mxu"]["flop_utilization"]},
+                {"hbm_bandwidth_utilization", r["hbm"]["bandwidth_utilization"]},
+                {"approximations", r["approximations"].size()}};
+  };
+  json j{{"chip", cfg.chip.name},
+         {"a", summary(side[0].report)},
+         {"b", summary(side[1].report)},
+         {"delta_s", delta},
+         {"relative_change", ta > 0 ? delta / ta : 0.0},
+         {"speedup_b_over_a", tb > 0 ? ta / tb : 0.0},
+         {"ops", rows_json}};
+  if (!write_output_file(opt, "compare.json", j.dump(2) + "\n", err)) return kUsageError;
+  if (opt.format == Format::kJson) {
+    out << j.dump(2) << "\n";
+    return kOk;
+  }
+  for (const char* k : {"a", "b"}) {
+    const json& s = j[k];
+    out << fmt::format("{}: {} on {}: step {:.3f} us (roofline {:.3f} us), {} ops, {} FLOP, {} HBM, "
+                       "MXU {:.1f}%, HBM {:.1f}%{}\n",
+                       k, s["program"].get<std::string>(), cfg.chip.name, s["step_time_s"].get<double>() * 1e6,
+                       s["bound_time_s"].get<double>() * 1e6, s["ops"].get<std::size_t>(),
+                       format_si(s["flops"].get<double>(), ""), format_si(s["hbm_bytes"].get<double>(), "B"),
+                       100 * s["mxu_flop_utilization"].get<double>(),
+                       100 * s["hbm_bandwidth_utilization"].get<double>(),
+                       s["approximations"].get<std::size_t>() > 0
+                           ? fmt::format(", {} approximated ops", s["approximations"].get<std::size_t>())
+                           : "");
+  }
+  out << fmt::format("b - a: {:+.3f} us ({:+.1f}%); b is {:.3f}x the speed of a\n", delta * 1e6,
+                     100 * j["relative_change"].get<double>(), j["speedup_b_over_a"].get<double>());
+  out << "\nop (largest change first)              a us         b us     delta us  of diff   bound a/b\n";
+  const std::size_t shown = opt.verbosity > 0 ? rows.size() : std::min<std::size_t>(rows.size(), 20);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const json& r = rows_json[i];
+    auto us = [](const json& v) { return v.is_null() ? std::string("-") : fmt::format("{:.3f}", v.get<double>() * 1e6); };
+    auto bound = [](const json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
+    out << fmt::format("{:<36} {:>10} {:>12} {:>+12.3f} {:>7.1f}%   {}/{}\n", r["name"].get<std::string>(),
+                       us(r["a_time_s"]), us(r["b_time_s"]), r["delta_s"].get<double>() * 1e6,
+                       100 * r["share_of_difference"].get<double>(), bound(r["a_bound"]), bound(r["b_bound"]));
+  }
+  if (shown < rows.size()) out << fmt::format("... {} more rows (-v shows all)\n", rows.size() - shown);
+  return kOk;
+}
+
+}  // namespace tpusim::cli

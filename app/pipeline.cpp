@@ -1,0 +1,107 @@
+#include "app/pipeline.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "isa/assembler.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/fusion.h"
+#include "isa/verifier.h"
+#include "sim/collective_timer.h"
+
+namespace tpusim::app {
+
+bool is_hlo_path(const std::string& path) {
+  return path.ends_with(".hlo") || path.ends_with(".txt") || path.ends_with(".hlotxt");
+}
+
+std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
+                                    std::ostream* notes) {
+  auto parsed = hlo::parse_hlo_file(path);
+  if (parsed.modules.empty() || !parsed.modules[0].ok()) {
+    error = {kUsageError, format_all(parsed.errors())};
+    return std::nullopt;
+  }
+  const hlo::Module& module = *parsed.modules[0].value();
+  if (parsed.modules.size() > 1 && notes != nullptr) {
+    *notes << fmt::format("{}: note: the file holds {} modules; the first ({}) is compiled\n", path,
+                          parsed.modules.size(), module.name());
+  }
+  Compiled c;
+  c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
+  auto lowered = lower::lower_for_chip(module, chip);
+  if (!lowered.ok()) {
+    error = {kFailure, format_all(lowered.errors())};
+    return std::nullopt;
+  }
+  if (notes != nullptr) {
+    const auto& approx = lowered->front().report.approximations;
+    for (std::size_t i = 0; i < approx.size() && i < 10; ++i) *notes << path << ": note: " << approx[i] << "\n";
+    if (approx.size() > 10) *notes << fmt::format("{}: note: {} more approximations\n", path, approx.size() - 10);
+  }
+  for (auto& l : *lowered) {
+    c.programs.push_back(std::move(l.program));
+    c.reports.push_back(std::move(l.report));
+  }
+  return c;
+}
+
+std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
+                                      std::ostream* notes) {
+  if (is_hlo_path(path)) return compile_hlo(path, chip, error, notes);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = {kUsageError, fmt::format("{}: error: cannot open file\n", path)};
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Compiled c;
+  c.source = ss.str();
+  auto prog = isa::assemble(c.source, path);
+  if (!prog.ok()) {
+    error = {kUsageError, format_all(prog.errors())};
+    return std::nullopt;
+  }
+  c.programs.push_back(std::move(prog).value());
+  return c;
+}
+
+std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfig& chip, const PipelineOptions& options,
+                                        StageError& error) {
+  auto compiled = compile_input(path, chip, error, options.notes);
+  if (!compiled) return std::nullopt;
+  PipelineRun out;
+  out.compiled = std::move(*compiled);
+  auto& programs = out.compiled.programs;
+  // Run only legal programs: the verifier's findings would make the timing meaningless.
+  for (std::size_t c = 0; c < programs.size(); ++c) {
+    const isa::VerifyReport report = isa::verify(programs[c], chip, out.compiled.source);
+    const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
+    if (!report.ok() && !only_deadlock) {
+      const std::string which = programs.size() > 1 ? fmt::format(" (TensorCore {})", c) : "";
+      error = {kFailure, format_all(report.diagnostics()) +
+                             fmt::format("{}{}: {}; not simulated (see `tpusim check`)\n", path, which,
+                                         report.format_summary())};
+      return std::nullopt;
+    }
+  }
+  if (options.multi_chip) {
+    // Replica groups that do not fit the system are bad input, found before simulating.
+    if (const auto bad = check_replica_groups(programs.front(), chip_count(chip.system)); !bad.empty()) {
+      error = {kUsageError, format_all(bad)};
+      return std::nullopt;
+    }
+  }
+  auto run = simulate_system(chip, std::move(programs), options.multi_chip, options.spmd);
+  if (!run.ok()) {
+    error = {kFailure, format_all(run.errors())};
+    return std::nullopt;
+  }
+  out.run = std::move(run).value();
+  return out;
+}
+
+}  // namespace tpusim::app

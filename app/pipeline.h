@@ -1,0 +1,71 @@
+// The one run pipeline every command uses: read the input (HLO is parsed and
+// lowered for the chip; assembly is assembled), verify the programs, build
+// the system from the config and simulate it. `tpusim run`, `compare`,
+// `scale` and the step/roofline validators all go through run_pipeline();
+// `lower` stops after compile_input().
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "isa/hlo/analysis.h"
+#include "isa/lower/lower.h"
+#include "isa/program.h"
+#include "sim/spmd.h"
+
+namespace tpusim::app {
+
+// Process exit codes (README, `tpusim --help`).
+enum ExitCode : int {
+  kOk = 0,          // success
+  kFailure = 1,     // cannot lower, illegal program, deadlock, a check that did not pass
+  kUsageError = 2,  // bad command line or bad input file (HLO, asm, YAML)
+};
+
+// HLO text or assembly, by the file name.
+[[nodiscard]] bool is_hlo_path(const std::string& path);
+
+struct Compiled {
+  std::vector<isa::Program> programs;  // one per TensorCore of a megacore chip (HLO), else one
+  std::string source;                  // assembly text (for the verifier's carets); "" for HLO
+  // HLO only: the `tpusim analyze` roofline of the module on the chip, and
+  // the lowering's report per TensorCore.
+  std::optional<hlo::RooflineReport> roofline;
+  std::vector<lower::LowerReport> reports;
+};
+
+struct StageError {
+  int code = kFailure;
+  std::string text;  // diagnostics, one per line, file:line:col first
+};
+
+// Parses the first module of an HLO file and lowers it for `chip`.
+std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
+                                    std::ostream* notes = nullptr);
+// HLO by the file name (compile_hlo), else assembly. Parses (or assembles) and, for HLO, lowers for `chip`. With `notes`, the
+// lowering's approximations are listed there (the first ten).
+std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
+                                      std::ostream* notes = nullptr);
+
+struct PipelineOptions {
+  // Simulate the system of chip.system (through the fabric); false: the chip alone.
+  bool multi_chip = false;
+  SpmdOptions spmd;
+  std::ostream* notes = nullptr;  // compile notes (see compile_input)
+};
+
+struct PipelineRun {
+  Compiled compiled;  // programs moved out into the simulation
+  SystemRun run;
+};
+
+// compile_input, verify (a program with findings other than a deadlock is
+// not simulated), check the replica groups against the system, simulate.
+// A deadlock is a finished run with run.sim.finished == false.
+std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfig& chip, const PipelineOptions& options,
+                                        StageError& error);
+
+}  // namespace tpusim::app

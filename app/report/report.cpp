@@ -1,0 +1,343 @@
+#include "app/report/report.h"
+
+#include <algorithm>
+#include <map>
+#include <fmt/format.h>
+
+#include "common/units.h"
+
+namespace tpusim {
+namespace {
+
+using nlohmann::json;
+
+struct UnitRow {
+  std::string name;
+  double busy_cycles;
+  double instructions;
+  double dep_stall_cycles;
+  double flops;
+};
+
+// TensorCores of chip 0 that ran a program (chip0.coreN.cycles present).
+int cores_run(const StatsRegistry& s) {
+  int n = 1;
+  while (s.all().count("chip0.core" + std::to_string(n) + ".cycles") != 0) ++n;
+  return n;
+}
+
+// Sum of one per-core stat over the cores that ran.
+double core_sum(const StatsRegistry& s, int cores, const std::string& stat) {
+  double v = 0;
+  for (int c = 0; c < cores; ++c) v += s.value("chip0.core" + std::to_string(c) + "." + stat);
+  return v;
+}
+
+std::vector<UnitRow> unit_rows(const StatsRegistry& s, int cores) {
+  // Units are the stats named chip0.coreN.<unit>.busy_cycles; with several
+  // cores (megacore) a row is named coreN.<unit>.
+  std::vector<UnitRow> rows;
+  for (int c = 0; c < cores; ++c) {
+    const std::string prefix = "chip0.core" + std::to_string(c) + ".";
+    for (const auto& [name, stat] : s.all()) {
+      if (!name.starts_with(prefix) || !name.ends_with(".busy_cycles")) continue;
+      const std::string unit =
+          name.substr(prefix.size(), name.size() - prefix.size() - std::string(".busy_cycles").size());
+      if (unit.find('.') != std::string::npos || unit == "vmem") continue;
+      rows.push_back({cores > 1 ? "core" + std::to_string(c) + "." + unit : unit, stat.value,
+                      s.value(prefix + unit + ".instructions"), s.value(prefix + unit + ".dependency_stall_cycles"),
+                      s.value(prefix + unit + ".flops")});
+    }
+  }
+  return rows;
+}
+
+// Peak FLOP/s of one TensorCore.
+double core_peak_flops(const ChipConfig& c) {
+  return static_cast<double>(c.core.mxu.count) * static_cast<double>(c.core.mxu.rows) *
+         static_cast<double>(c.core.mxu.cols) * 2 * c.clock * c.core.mxu.rate.bf16;
+}
+
+struct OpRow {
+  std::string name;
+  ProvenanceStats stats;
+  bool approximated = false;
+};
+
+// Provenance rows summed per entry-computation op, longest first.
+std::vector<OpRow> rolled_up(const SimResult& r) {
+  std::vector<OpRow> rows;
+  std::map<std::string, std::size_t> index;
+  for (const auto& p : r.provenance) {
+    const std::string root = provenance_root(p.name);
+    auto [it, fresh] = index.emplace(root, rows.size());
+    if (fresh) rows.push_back(OpRow{root, {}, false});
+    OpRow& row = rows[it->second];
+    row.stats.attributed_s += p.stats.attributed_s;
+    row.stats.busy_s += p.stats.busy_s;
+    row.stats.flops += p.stats.flops;
+    row.stats.transcendentals += p.stats.transcendentals;
+    row.stats.hbm_bytes += p.stats.hbm_bytes;
+    row.stats.instructions += p.stats.instructions;
+    row.approximated = row.approximated || provenance_is_approximation(p.name);
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const OpRow& a, const OpRow& b) { return a.stats.attributed_s > b.stats.attributed_s; });
+  return rows;
+}
+
+}  // namespace
+
+bool provenance_is_approximation(std::string_view provenance) { return provenance.starts_with("approx:"); }
+
+std::string provenance_root(std::string_view p) {
+  if (provenance_is_approximation(p)) {
+    const auto space = p.find(' ');
+    p = space == std::string_view::npos ? p.substr(7) : p.substr(space + 1);
+  }
+  return std::string(p.substr(0, p.find('/')));
+}
+
+json report_json(const ReportInput& in) {
+  const ChipConfig& c = *in.chip;
+  const SimResult& r = *in.result;
+  const StatsRegistry& s = r.stats;
+  const double t = r.seconds;
+  const double total_cycles = std::max(r.cycles, 1.0);
+  json j;
+  j["program"] = in.program;
+  j["chip"] = c.name;
+  j["finished"] = r.finished;
+  j["step_time_s"] = t;
+  j["cycles"] = r.cycles;
+  const int cores = cores_run(s);
+  j["tensorcores"] = cores;
+  json units = json::object();
+  double mxu_flops = 0;
+  for (const auto& u : unit_rows(s, cores)) {
+    units[u.name] = {{"busy_cycles", u.busy_cycles},
+                     {"utilization", u.busy_cycles / total_cycles},
+                     {"instructions", u.instructions},
+                     {"dependency_stall_cycles", u.dep_stall_cycles}};
+    if (u.name.find("mxu") != std::string::npos) mxu_flops += u.flops;
+  }
+  j["units"] = units;
+  // The peak of the TensorCores the program ran on (all of a megacore chip's).
+  const double peak = core_peak_flops(c) * cores;
+  j["mxu"] = {{"flops", mxu_flops}, {"peak_flops_per_s", peak},
+              {"flop_utilization", t > 0 && peak > 0 ? mxu_flops / (t * peak) : 0.0}};
+  const double hbm_bytes = s.value("chip0.hbm.read_bytes") + s.value("chip0.hbm.write_bytes");
+  j["hbm"] = {{"bytes", hbm_bytes},
+              {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
+              {"bytes_per_s", t > 0 ? hbm_bytes / t : 0.0},
+              {"bandwidth_utilization", t > 0 ? hbm_bytes / (t * c.hbm.bandwidth) : 0.0}};
+  // VMEM and stalls: summed over the cores (each has its own VMEM).
+  j["vmem"] = {{"bytes", core_sum(s, cores, "vmem.bytes")},
+               {"utilization", core_sum(s, cores, "vmem.busy_cycles") / cores / total_cycles}};
+  j["stalls"] = {{"sequencer_semaphore_cycles", core_sum(s, cores, "sequencer.stall_semaphore_cycles")},
+                 {"sequencer_queue_full_cycles", core_sum(s, cores, "sequencer.stall_queue_full_cycles")},
+                 {"sequencer_barrier_cycles", core_sum(s, cores, "sequencer.stall_barrier_cycles")},
+                 {"sequencer_core_barrier_cycles", core_sum(s, cores, "sequencer.stall_core_barrier_cycles")}};
+  json ops = json::array();
+  if (in.roofline == nullptr) {
+    for (const auto& p : r.provenance) {
+      const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
+      const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
+      ops.push_back({{"name", p.name},
+                     {"time_s", p.stats.attributed_s},
+                     {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
+                     {"busy_s", p.stats.busy_s},
+                     {"instructions", p.stats.instructions},
+                     {"flops", p.stats.flops},
+                     {"transcendentals", p.stats.transcendentals},
+                     {"hbm_bytes", p.stats.hbm_bytes},
+                     {"bound_time_s", std::max(compute_s, memory_s)},
+                     {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
+    }
+  } else {
+    std::map<std::string, const hlo::RooflineRow*> bound_of;
+    for (const auto& row : in.roofline->ops) bound_of.emplace(row.name, &row);
+    for (const auto& op : rolled_up(r)) {
+      const double s_op = op.stats.attributed_s;
+      const auto it = bound_of.find(op.name);
+      const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
+      const double bound_s = b != nullptr ? b->bound_time_s : 0.0;
+      ops.push_back({{"name", op.name},
+                     {"opcode", b != nullptr ? b->opcode : ""},
+                     {"time_s", s_op},
+                     {"percent", t > 0 ? 100 * s_op / t : 0.0},
+                     {"busy_s", op.stats.busy_s},
+                     {"instructions", op.stats.instructions},
+                     {"flops", op.stats.flops},
+                     {"transcendentals", op.stats.transcendentals},
+                     {"hbm_bytes", op.stats.hbm_bytes},
+                     {"flop_utilization", s_op > 0 && peak > 0 ? op.stats.flops / (s_op * peak) : 0.0},
+                     {"hbm_bandwidth_utilization",
+                      s_op > 0 && c.hbm.bandwidth > 0 ? op.stats.hbm_bytes / (s_op * c.hbm.bandwidth) : 0.0},
+                     {"bound_time_s", bound_s},
+                     {"bound", b != nullptr ? std::string(hlo::bound_name(b->bound)) : "none"},
+                     {"time_over_bound", bound_s > 0 ? s_op / bound_s : 0.0},
+                     {"approximated", op.approximated}});
+    }
+    const double module_bound = in.roofline->total.bound_time_s;
+    j["bound_time_s"] = module_bound;
+    j["bound"] = std::string(hlo::bound_name(in.roofline->total.bound));
+    j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
+  }
+  j["ops"] = ops;
+  json collectives = json::array();
+  if (in.spmd != nullptr) {
+    const SpmdResult& m = *in.spmd;
+    j["mode"] = spmd_mode_name(m.mode);
+    j["chips"] = m.chips;
+    j["system"] = m.topology;
+    json per_chip = json::array();
+    double compute_max = 0, exposed_max = 0, comm_max = 0;
+    for (const ChipTime& ct : m.chip_times) {
+      per_chip.push_back({{"device", ct.device},
+                          {"time_s", ct.seconds},
+                          {"compute_s", ct.compute_s},
+                          {"communication_s", ct.communication_s},
+                          {"exposed_communication_s", ct.exposed_s}});
+      compute_max = std::max(compute_max, ct.compute_s);
+      exposed_max = std::max(exposed_max, ct.exposed_s);
+      comm_max = std::max(comm_max, ct.communication_s);
+    }
+    j["per_chip"] = {{"simulated_chips", m.chip_times.size()},
+                     {"max_compute_s", compute_max},
+                     {"max_communication_s", comm_max},
+                     {"max_exposed_communication_s", exposed_max},
+                     {"chips", per_chip}};
+    json axes = json::array();
+    for (const AxisUse& a : m.axes) {
+      axes.push_back({{"axis", a.axis}, {"links", a.links}, {"busy_s", a.busy_s}, {"utilization", a.utilization}});
+    }
+    j["ici_axes"] = axes;
+    for (const CollectiveRow& row : m.collectives) {
+      collectives.push_back({{"op", row.op},
+                             {"bytes", row.bytes},
+                             {"group_size", row.group_size},
+                             {"algorithm", row.algorithm},
+                             {"time_s", row.seconds},
+                             {"count", row.count},
+                             {"total_s", row.seconds * static_cast<double>(row.count)},
+                             {"bound", row.bound}});
+    }
+  } else {
+    j["mode"] = "single-chip";
+    j["chips"] = 1;
+  }
+  j["collectives"] = collectives;
+  // Loop extrapolation (simulation.loops): which loops, iterations simulated of the total.
+  j["loop_mode"] = c.simulation.loops;
+  json loops = json::array();
+  for (const LoopExtrapolation& l : r.loops) {
+    loops.push_back({{"loop", l.label},
+                     {"where", l.where},
+                     {"instances", l.instances},
+                     {"total_iterations", l.total_iterations},
+                     {"simulated_iterations", l.simulated_iterations},
+                     {"iteration_s", l.iteration_s},
+                     {"extrapolated_s", l.extrapolated_s}});
+  }
+  j["loops"] = loops;
+  j["notes"] = r.notes;
+  j["blocked"] = r.blocked;
+  j["stats"] = s.to_json();
+  return j;
+}
+
+std::string report_text(const ReportInput& in) {
+  const json j = report_json(in);
+  const ChipConfig& c = *in.chip;
+  std::string o;
+  o += fmt::format("program {} on {} ({} @ {})\n", in.program, c.name,
+                   fmt::format("{} MXU {}x{}", c.core.mxu.count, c.core.mxu.rows, c.core.mxu.cols),
+                   format_quantity(c.clock, Dimension::kHertz));
+  if (!in.result->finished) {
+    o += "DEADLOCK: the simulation ran out of events before the program finished\n";
+    for (const auto& b : in.result->blocked) o += "  " + b + "\n";
+  }
+  o += fmt::format("total        {:.0f} cycles = {:.3f} us\n", j["cycles"].get<double>(),
+                   j["step_time_s"].get<double>() * 1e6);
+  if (in.spmd != nullptr) {
+    const SpmdResult& m = *in.spmd;
+    o += fmt::format("system       {}, {} chips, {} mode ({} simulated)\n", m.topology, m.chips,
+                     spmd_mode_name(m.mode), m.chip_times.size());
+    if (!m.chip_times.empty()) {
+      auto [lo, hi] = std::minmax_element(m.chip_times.begin(), m.chip_times.end(),
+                                          [](const ChipTime& a, const ChipTime& b) { return a.seconds < b.seconds; });
+      const ChipTime& w = *hi;  // the chip that sets the step time
+      o += fmt::format("per chip     compute {:.3f} us, communication {:.3f} us of which exposed {:.3f} us "
+                       "(chip {}, the last to finish{})\n",
+                       w.compute_s * 1e6, w.communication_s * 1e6, w.exposed_s * 1e6, w.device,
+                       m.chip_times.size() > 1 ? fmt::format("; chips end {:.3f}..{:.3f} us", lo->seconds * 1e6,
+                                                             hi->seconds * 1e6)
+                                               : std::string());
+    }
+    for (const AxisUse& a : m.axes) {
+      o += fmt::format("ICI {:<8} {:>5} link directions, busy {:.3f} us summed, {:.2f}% average utilization\n",
+                       a.axis, a.links, a.busy_s * 1e6, 100 * a.utilization);
+    }
+  }
+  const int cores = j["tensorcores"].get<int>();
+  o += fmt::format("MXU          {} FLOP, {:.1f}% of the {} bf16 peak ({})\n",
+                   format_si(j["mxu"]["flops"].get<double>(), ""), 100 * j["mxu"]["flop_utilization"].get<double>(),
+                   cores > 1 ? fmt::format("{} TensorCores'", cores) : std::string("core's"),
+                   format_si(j["mxu"]["peak_flops_per_s"].get<double>(), "FLOP/s"));
+  o += fmt::format("HBM          {} moved, {}, {:.1f}% of {}\n", format_si(j["hbm"]["bytes"].get<double>(), "B"),
+                   format_si(j["hbm"]["bytes_per_s"].get<double>(), "B/s"),
+                   100 * j["hbm"]["bandwidth_utilization"].get<double>(),
+                   format_si(c.hbm.bandwidth, "B/s"));
+  o += fmt::format("VMEM         {} moved, bandwidth {:.1f}% busy\n", format_si(j["vmem"]["bytes"].get<double>(), "B"),
+                   100 * j["vmem"]["utilization"].get<double>());
+  o += "\nunit         busy cycles   util   instructions   operand stalls\n";
+  for (const auto& [name, u] : j["units"].items()) {
+    if (u["instructions"].get<double>() == 0) continue;
+    o += fmt::format("{:<12} {:>11.0f} {:>5.1f}% {:>14.0f} {:>16.0f}\n", name, u["busy_cycles"].get<double>(),
+                     100 * u["utilization"].get<double>(), u["instructions"].get<double>(),
+                     u["dependency_stall_cycles"].get<double>());
+  }
+  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles{}\n",
+                   j["stalls"]["sequencer_semaphore_cycles"].get<double>(),
+                   j["stalls"]["sequencer_queue_full_cycles"].get<double>(),
+                   j["stalls"]["sequencer_barrier_cycles"].get<double>(),
+                   cores > 1 ? fmt::format(", core.barrier {:.0f} (summed over the cores)",
+                                           j["stalls"]["sequencer_core_barrier_cycles"].get<double>())
+                             : std::string());
+  if (in.roofline == nullptr) {
+    o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
+    for (const auto& op : j["ops"]) {
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}\n", op["name"].get<std::string>(),
+                       op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                       format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
+                       op["bound"].get<std::string>());
+    }
+  } else {
+    o += fmt::format("roofline     {:.3f} us bound ({}); simulated {:.3f}x the bound\n",
+                     j["bound_time_s"].get<double>() * 1e6, j["bound"].get<std::string>(),
+                     j["time_over_bound"].get<double>());
+    o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
+         "    bound us   x bound   bound\n";
+    for (const auto& op : j["ops"]) {
+      const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>();
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}\n", name,
+                       op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                       format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
+                       format_si(op["hbm_bytes"].get<double>(), "B"),
+                       100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
+                       op["time_over_bound"].get<double>(), op["bound"].get<std::string>());
+    }
+  }
+  if (in.spmd != nullptr && !in.spmd->collectives.empty()) {
+    o += "\ncollective          bytes      group  algorithm                       time us   count    bound\n";
+    for (const CollectiveRow& row : in.spmd->collectives) {
+      o += fmt::format("{:<18} {:>10} {:>6}  {:<30} {:>9.3f} {:>7}  {}\n", row.op, format_si(row.bytes, "B"),
+                       row.group_size, row.algorithm, row.seconds * 1e6, row.count, row.bound);
+    }
+  }
+  for (const auto& n : in.result->notes) o += "note: " + n + "\n";
+  return o;
+}
+
+}  // namespace tpusim

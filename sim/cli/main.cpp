@@ -1,3 +1,0 @@
-#include "sim/cli/cli.h"
-
-int main(int argc, char** argv) { return tpusim::cli::run(argc, argv); }

@@ -1,0 +1,238 @@
+#include "sim/system.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <systemc>
+
+#include "memory/hbm_model.h"
+#include "sim/chip.h"
+#include "sim/collective_timer.h"
+#include "sim/trace.h"
+
+namespace tpusim {
+namespace {
+
+// Link use per ICI axis (and DCN) over the step: the report's axis table
+// and the system.* stats.
+void axis_use(const NetworkCollectiveTimer& timer, const CollectiveFabric& fabric, double step, SpmdResult& out) {
+  constexpr const char* kAxis[] = {"x", "y", "z"};
+  std::array<std::int64_t, interconnect::kMaxAxes> axis_links{};
+  std::int64_t dcn_ports = 0;
+  for (interconnect::LinkId l = 0; l < timer.topology().num_links(); ++l) {
+    const auto& info = timer.topology().link(l);
+    if (info.kind == interconnect::LinkKind::kIci) {
+      if (info.to < 0) continue;  // the end of an axis without wraparound: no link
+      axis_links[static_cast<size_t>(info.axis)] += 1;
+    } else {
+      dcn_ports += 1;
+    }
+  }
+  for (int a = 0; a < timer.topology().rank(); ++a) {
+    const auto links = axis_links[static_cast<size_t>(a)];
+    const double busy = fabric.axis_busy_s()[static_cast<size_t>(a)];
+    if (timer.topology().dim(a) < 2) continue;
+    out.axes.push_back(AxisUse{kAxis[a], links, busy,
+                               links > 0 && step > 0 ? busy / static_cast<double>(links) / step : 0.0});
+  }
+  if (timer.topology().slices() > 1) {
+    out.axes.push_back(AxisUse{"dcn", dcn_ports, fabric.dcn_busy_s(),
+                               dcn_ports > 0 && step > 0 ? fabric.dcn_busy_s() / static_cast<double>(dcn_ports) / step
+                                                         : 0.0});
+  }
+  StatsRegistry& stats = out.sim.stats;
+  stats.add("system.chips", "count", "chips in the system").value = static_cast<double>(out.chips);
+  stats.add("system.network_runs", "count", "distinct collectives simulated on the network").value =
+      static_cast<double>(out.network_runs);
+  for (const AxisUse& a : out.axes) {
+    stats.add("system.ici." + a.axis + ".busy_s", "s", "link busy time summed over the axis' links").value = a.busy_s;
+    stats.add("system.ici." + a.axis + ".utilization", "ratio", "busy / links / step time").value = a.utilization;
+  }
+}
+
+}  // namespace
+
+Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<isa::Program>> programs,
+                              const SpmdOptions& options, bool network) {
+  const std::string file =
+      programs.empty() || programs.front().empty() ? std::string("<program>") : programs.front().front().file;
+  if (programs.empty() || programs.front().empty()) return Diagnostic{file, 0, 0, "internal: no program to run", ""};
+  const std::size_t ncores = programs.front().size();
+  for (const auto& c : programs) {
+    if (c.size() != ncores || (ncores > 1 && static_cast<std::int64_t>(ncores) != chip.tensorcores)) {
+      return Diagnostic{file, 0, 0,
+                        fmt::format("internal: {} programs for a chip of {} TensorCores", c.size(), chip.tensorcores),
+                        ""};
+    }
+  }
+  const HbmModelInfo* hbm_model = find_hbm_model(chip.hbm.model);
+  if (hbm_model == nullptr) {
+    return Diagnostic{file, 0, 0, fmt::format("internal: hbm.model '{}' is not a registered HBM model", chip.hbm.model),
+                      ""};
+  }
+
+  SpmdResult out;
+  std::optional<interconnect::Topology> topology;
+  std::int64_t n = 1;
+  if (network) {
+    auto topo = interconnect::Topology::from_config(chip.system);
+    if (!topo.ok()) return topo.errors();
+    topology = std::move(topo).value();
+    n = topology->num_devices();
+    out.mode = options.mode.value_or(n > chip.system.full_mode_max_chips ? SpmdMode::kSymmetric : SpmdMode::kFull);
+    out.topology = topology->describe();
+  } else {
+    out.mode = SpmdMode::kFull;
+    if (programs.size() != 1) return Diagnostic{file, 0, 0, "internal: one chip without a network", ""};
+  }
+  out.chips = n;
+  const SpmdMode mode = out.mode;
+  if (programs.size() != 1 && (mode != SpmdMode::kFull || static_cast<std::int64_t>(programs.size()) != n)) {
+    return Diagnostic{file, 0, 0,
+                      fmt::format("internal: {} programs for {} chips in {} mode", programs.size(), n,
+                                  spmd_mode_name(mode)),
+                      ""};
+  }
+  if (!detail::claim_elaboration()) {
+    return Diagnostic{file, 0, 0, "internal: one simulation per process (SystemC cannot re-elaborate)", ""};
+  }
+  for (auto& c : programs) {
+    for (auto& p : c) {
+      if (std::string err = detail::place_buffers(chip, p); !err.empty()) return Diagnostic{p.file, 0, 0, err, ""};
+    }
+  }
+  ::setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+
+  SimResult& result = out.sim;
+  std::unique_ptr<std::ofstream> trace_file;
+  std::unique_ptr<TraceWriter> trace;
+  if (!options.sim.trace_path.empty()) {
+    trace_file = std::make_unique<std::ofstream>(options.sim.trace_path);
+    if (!*trace_file) return Diagnostic{options.sim.trace_path, 0, 0, "cannot write the trace file", ""};
+    trace = std::make_unique<TraceWriter>(*trace_file, options.sim.trace_merge_gap_s);
+  }
+
+  std::unique_ptr<NetworkCollectiveTimer> timer;
+  std::unique_ptr<CollectiveFabric> fabric;
+  if (network) {
+    const auto configured = interconnect::parse_algorithm(chip.system.collective_algorithm);
+    if (!configured) {
+      return Diagnostic{file, 0, 0,
+                        fmt::format("internal: system.collective_algorithm '{}' is not an algorithm",
+                                    chip.system.collective_algorithm),
+                        ""};
+    }
+    timer = std::make_unique<NetworkCollectiveTimer>(chip, std::move(*topology), options.algorithm.value_or(*configured));
+    fabric = std::make_unique<CollectiveFabric>(mode, *timer, chip.ici.concurrent_collectives > 1);
+  }
+
+  // Loop extrapolation names loop instances by pc and relies on every chip
+  // running the same stream: per-chip programs and the TensorCores of a
+  // megacore chip (different programs) run their loops in full.
+  ChipConfig core_chip = chip;
+  if ((programs.size() > 1 || ncores > 1) && chip.simulation.loops != "full") {
+    core_chip.simulation.loops = "full";
+    result.notes.push_back(ncores > 1 ? "loops simulated in full: the TensorCores of a megacore chip run different "
+                                        "programs (extrapolation needs one stream)"
+                                      : "loops simulated in full: the chips run different programs (extrapolation "
+                                        "needs SPMD)");
+  }
+  const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
+  LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
+  std::vector<std::unique_ptr<Chip>> chips;
+  chips.reserve(static_cast<std::size_t>(simulated));
+  for (std::int64_t d = 0; d < simulated; ++d) {
+    const auto& chip_programs = programs[programs.size() == 1 ? 0 : static_cast<std::size_t>(d)];
+    chips.push_back(std::make_unique<Chip>(fmt::format("chip{}", d).c_str(), core_chip, *hbm_model, chip_programs,
+                                           result.stats, d == 0 ? trace.get() : nullptr,
+                                           network ? SpmdBinding{fabric.get(), d} : SpmdBinding{},
+                                           network ? &loop_coordinator : nullptr));
+  }
+  if (chip.tensorcores > static_cast<std::int64_t>(ncores)) {
+    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  } else if (ncores > 1) {
+    result.notes.push_back(fmt::format("megacore: {} TensorCores{} run their share of every section and meet at "
+                                       "core.barrier; they share the chip's HBM",
+                                       ncores, network ? " per chip" : ""));
+  }
+  if (network) {
+    result.notes.push_back(
+        mode == SpmdMode::kFull
+            ? fmt::format("full mode: {} chips simulated; each collective completes at its group's last issue + the "
+                          "network time of all its groups on the {}",
+                          n, out.topology)
+            : fmt::format("symmetric mode: chip 0 simulated; each collective timed on the {} with all {} chips "
+                          "issuing it at once",
+                          out.topology, n));
+  } else {
+    for (const auto& inst : programs.front().front().code) {
+      if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
+        result.notes.push_back(
+            "collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
+        break;
+      }
+    }
+  }
+
+  sc_core::sc_start();  // runs until no events remain: completion or deadlock
+
+  // "chip 3" in a system (chip 0 too), nothing for a lone chip.
+  auto who = [&](std::int64_t d) { return network ? fmt::format("chip {}", d) : std::string(); };
+  for (std::int64_t d = 0; d < simulated; ++d) {
+    if (std::string e = chips[static_cast<std::size_t>(d)]->error(who(d)); !e.empty()) {
+      return Diagnostic{file, 0, 0, std::move(e), ""};
+    }
+  }
+  if (fabric && fabric->tiled_copies() > 1) {
+    result.notes.push_back(fmt::format(
+        "the replica groups cover {} of the {} chips; the others run the program as {} data-parallel copies "
+        "(groups shifted by {} devices)",
+        n / fabric->tiled_copies(), n, fabric->tiled_copies(), n / fabric->tiled_copies()));
+  }
+  result.finished = true;
+  double step = 0;
+  for (std::int64_t d = 0; d < simulated; ++d) {
+    const Chip& c = *chips[static_cast<std::size_t>(d)];
+    if (!c.finished()) {
+      result.finished = false;
+      c.blocked(who(d), result.blocked);
+    }
+    const double end = c.end_seconds();
+    step = std::max(step, end);
+    if (network) {
+      // Core 0 issues the chip's collectives: its timeline splits compute and communication.
+      const TensorCore& core0 = c.core(0);
+      out.chip_times.push_back(ChipTime{d, end, core0.compute_seconds(), core0.communication_seconds(),
+                                        core0.exposed_communication_seconds()});
+    }
+    result.stats.add(fmt::format("chip{}.seconds", d), "s", "simulated time of the program").value = end;
+  }
+  if (fabric) {
+    for (const auto& b : fabric->blocked()) result.blocked.push_back(b);
+  }
+  result.seconds = step;
+  result.cycles = std::round(step * chip.clock);
+  result.loops = chips.front()->core(0).extrapolated_loops();
+  for (auto& note : loop_notes(result.loops)) result.notes.push_back(std::move(note));
+  {
+    std::vector<const TensorCore*> views;
+    std::vector<const isa::Program*> progs;
+    for (std::size_t c = 0; c < ncores; ++c) {
+      views.push_back(&chips.front()->core(c));
+      progs.push_back(&programs.front()[c]);
+    }
+    result.provenance = detail::merge_provenance(views, progs);
+  }
+  if (network) {
+    out.collectives = fabric->rows();
+    out.network_runs = timer->network_runs();
+    axis_use(*timer, *fabric, step, out);
+  }
+  if (trace) trace->finish();
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,108 @@
+#include "sim/timing/hbm_timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace tpusim {
+namespace {
+
+// Per-channel burst counts for a run of `n` consecutive bursts starting at
+// burst index `first`, added into a circular difference array.
+void add_run(std::vector<std::int64_t>& per_channel, std::int64_t first, std::int64_t n) {
+  const auto ch = static_cast<std::int64_t>(per_channel.size());
+  const std::int64_t full = n / ch;
+  const std::int64_t rem = n % ch;
+  if (full > 0) {
+    for (auto& c : per_channel) c += full;
+  }
+  const std::int64_t c0 = first % ch;
+  for (std::int64_t i = 0; i < rem; ++i) per_channel[static_cast<std::size_t>((c0 + i) % ch)] += 1;
+}
+
+}  // namespace
+
+double HbmTransferTiming::access_efficiency() const {
+  return moved_bytes == 0 ? 1.0
+                          : static_cast<double>(useful_bytes) / static_cast<double>(moved_bytes);
+}
+
+HbmTransferTiming hbm_transfer(const HbmConfig& hbm, const StridedTile& tile) {
+  HbmTransferTiming r;
+  r.latency_seconds = hbm.latency;
+  r.useful_bytes = tile.useful_bytes();
+  if (r.useful_bytes == 0) {
+    r.latency_seconds = 0;
+    return r;
+  }
+  // Access granularity: HBM moves whole bursts. A pseudo-channel access is
+  // 32 B on HBM2 (64-bit x BL4, JESD235) and HBM3 (32-bit x BL8, JESD238);
+  // controllers often pair them into 64 B. The config says which.
+  const auto g = static_cast<std::int64_t>(std::max(1.0, hbm.access_granularity));
+  const std::int64_t channels = std::max<std::int64_t>(1, hbm.channels);
+  std::vector<std::int64_t> per_channel(static_cast<std::size_t>(channels), 0);
+
+  const auto row_burst_range = [&](Bytes start, Bytes len) {
+    const auto s = static_cast<std::int64_t>(start);
+    const auto first = s / g;
+    const auto last = (s + static_cast<std::int64_t>(len) - 1) / g;
+    return std::pair{first, last - first + 1};
+  };
+
+  if (tile.dense()) {
+    const auto [first, n] = row_burst_range(tile.offset, r.useful_bytes);
+    add_run(per_channel, first, n);
+    r.bursts = n;
+  } else {
+    // Row starts repeat modulo g·channels (same misalignment, same channel)
+    // with period P = g·channels / gcd(stride mod g·channels, g·channels):
+    // simulate one period and scale, so the cost is O(min(rows, P)).
+    const std::int64_t wrap = g * channels;
+    const auto stride = static_cast<std::int64_t>(tile.stride_bytes);
+    const std::int64_t step = stride % wrap;
+    const std::int64_t period = step == 0 ? 1 : wrap / std::gcd(step, wrap);
+    const std::int64_t simulated = std::min(tile.rows, period);
+    std::vector<std::int64_t> one(static_cast<std::size_t>(channels), 0);
+    std::int64_t bursts_period = 0;
+    std::int64_t bursts_tail = 0;
+    const std::int64_t reps = tile.rows / simulated;
+    const std::int64_t tail_rows = tile.rows % simulated;
+    std::vector<std::int64_t> tail(static_cast<std::size_t>(channels), 0);
+    for (std::int64_t row = 0; row < simulated; ++row) {
+      const Bytes start = tile.offset + static_cast<Bytes>(row) * tile.stride_bytes;
+      const auto [first, n] = row_burst_range(start, tile.row_bytes);
+      add_run(one, first, n);
+      bursts_period += n;
+      if (row < tail_rows) {
+        add_run(tail, first, n);
+        bursts_tail += n;
+      }
+    }
+    for (std::size_t c = 0; c < per_channel.size(); ++c) per_channel[c] = one[c] * reps + tail[c];
+    r.bursts = bursts_period * reps + bursts_tail;
+  }
+  r.moved_bytes = static_cast<Bytes>(r.bursts * g);
+  r.busiest_channel_bursts = *std::max_element(per_channel.begin(), per_channel.end());
+  // A channel's share of the nominal bandwidth, derated by the efficiency a
+  // long sequential stream reaches (refresh, bus turnaround, page misses).
+  const double channel_bytes_per_second =
+      hbm.bandwidth * hbm.efficiency / static_cast<double>(channels);
+  r.transfer_seconds = channel_bytes_per_second <= 0
+                           ? 0.0
+                           : static_cast<double>(r.busiest_channel_bursts * g) /
+                                 channel_bytes_per_second;
+  return r;
+}
+
+Cycles seconds_to_cycles(double seconds, double clock_hz) {
+  if (seconds <= 0 || clock_hz <= 0) return 0;
+  // Guard against 1810.0000000002 becoming 1811 through float noise.
+  return static_cast<Cycles>(std::ceil(seconds * clock_hz - 1e-9));
+}
+
+Cycles hbm_transfer_cycles(const HbmConfig& hbm, const StridedTile& tile, double clock_hz) {
+  return seconds_to_cycles(hbm_transfer(hbm, tile).seconds(), clock_hz);
+}
+
+}  // namespace tpusim

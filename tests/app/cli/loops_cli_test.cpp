@@ -1,0 +1,57 @@
+// `tpusim run --loops full|extrapolate`: loop extrapolation as a user sees it
+// (sim/loop_extrapolation.h; docs/lowering.md, "Control flow").
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/app/cli/cli_harness.h"
+
+namespace tpusim::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::tpusim;
+using testing::write_temp;
+
+// 300 identical iterations (each drains at the barrier): detection after 4.
+const char* kLoop =
+    ".buffer a hbm f32 [128, 1024]\n.buffer av vmem f32 [128, 1024]\n.semaphore s\n"
+    ".provenance \"while.1\"\nrepeat count=300\ndma.start dst=av src=a sem=s\nsem.wait sem=s\n"
+    "vpu.mul dst=av a=av b=av\nbarrier\nend\n";
+
+TEST(CliLoops, ExtrapolateReportsTheLoop) {
+  const std::string prog = write_temp("loop.tasm", kLoop);
+  const auto r = tpusim({"run", prog, "--loops", "extrapolate", "--format", "json", "-q"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["loop_mode"], "extrapolate");
+  ASSERT_EQ(j["loops"].size(), 1u);
+  EXPECT_EQ(j["loops"][0]["loop"], "while.1");
+  EXPECT_EQ(j["loops"][0]["where"], prog + ":5:1");
+  EXPECT_EQ(j["loops"][0]["total_iterations"], 300);
+  EXPECT_EQ(j["loops"][0]["simulated_iterations"], 4);
+  // 296 iterations extrapolated at the steady iteration time.
+  EXPECT_NEAR(j["loops"][0]["extrapolated_s"].get<double>(), 296 * j["loops"][0]["iteration_s"].get<double>(), 1e-15);
+  bool noted = false;
+  for (const auto& n : j["notes"]) noted = noted || n.get<std::string>().find("loop extrapolated: while.1") == 0;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+}
+
+TEST(CliLoops, FullIsTheDefaultAndExtrapolationCanBeSetAsAKey) {
+  const std::string prog = write_temp("loop_default.tasm", kLoop);
+  const auto r = tpusim({"run", prog, "--set", "simulation.loops=extrapolate", "--loops", "full", "--format", "json",
+                         "-q"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["loop_mode"], "full");  // --loops is applied after every --set
+  EXPECT_TRUE(j["loops"].empty());
+}
+
+TEST(CliLoops, UnknownModeIsAUsageError) {
+  const auto r = tpusim({"run", write_temp("loop_bad.tasm", kLoop), "--loops", "sometimes"});
+  EXPECT_EQ(r.code, kUsageError);
+  EXPECT_THAT(r.err, HasSubstr("--loops"));
+}
+
+}  // namespace
+}  // namespace tpusim::cli

@@ -1,0 +1,40 @@
+// VMEM port and bank timing against hand-derived numbers.
+#include "sim/timing/vmem_timing.h"
+
+#include <gtest/gtest.h>
+
+namespace tpusim {
+namespace {
+
+VmemConfig test_vmem() {
+  VmemConfig v;
+  v.capacity = 128 << 20;
+  v.banks = 32;           // 4096 B/cycle / 32 banks = 128 B words
+  v.ports = 4;            // 1024 B per port per cycle
+  v.bytes_per_cycle = 4096;
+  return v;
+}
+
+TEST(VmemTiming, PortTimeScalesWithPortsUsed) {
+  const VmemConfig v = test_vmem();
+  EXPECT_DOUBLE_EQ(vmem_port_bytes_per_cycle(v), 1024.0);
+  EXPECT_EQ(vmem_access_cycles(v, 1 << 20, 1), 1024u);  // 1 MiB / 1024
+  EXPECT_EQ(vmem_access_cycles(v, 1 << 20, 4), 256u);   // / 4096
+  EXPECT_EQ(vmem_access_cycles(v, 1 << 20, 8), 256u);   // clamped to 4 ports
+  EXPECT_EQ(vmem_access_cycles(v, 1025, 1), 2u);        // rounds up
+  EXPECT_EQ(vmem_access_cycles(v, 0, 1), 0u);
+}
+
+TEST(VmemTiming, StrideOnOneBankSerializes) {
+  const VmemConfig v = test_vmem();
+  // 64 rows x 128 B = 8192 B -> 8 cycles on one port. Stride 4096 = 32 words:
+  // every row starts in bank 0, so a group of 32 rows conflicts 32-fold: 256.
+  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 4096, 1), 256u);
+  // Stride 4224 = 33 words: row r in bank r, no conflict: 8.
+  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 4224, 1), 8u);
+  // Dense rows never conflict.
+  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 128, 1), 8u);
+}
+
+}  // namespace
+}  // namespace tpusim
