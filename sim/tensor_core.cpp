@@ -9,6 +9,8 @@
 
 #include "memory/hbm.h"
 #include "sim/collective_fabric.h"
+#include "sim/core/mxu_array.h"
+#include "sim/core/retirement.h"
 #include "sim/core_sync.h"
 #include "sim/timing/instruction_cost.h"
 #include "sim/timing/mxu_timing.h"
@@ -24,44 +26,6 @@ namespace tpusim {
 
 using sc_core::sc_time;
 using sc_core::SC_SEC;
-
-namespace {
-
-// Tiles an instruction reads and writes; `async` for DMA (ordered by semaphores).
-struct TileUse {
-  isa::TileRef tile;
-  bool write;
-};
-
-// At most four tiles per instruction (dst, a, b, c).
-struct TileUses {
-  std::array<TileUse, 6> use{};
-  std::size_t n = 0;
-  void push_back(TileUse u) {
-    if (n < use.size()) use[n++] = u;
-  }
-  [[nodiscard]] const TileUse* begin() const { return use.data(); }
-  [[nodiscard]] const TileUse* end() const { return use.data() + n; }
-};
-
-TileUses tile_uses(const isa::Op& op) {
-  TileUses out;
-  std::visit(
-      [&](const auto& o) {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (!std::is_same_v<T, std::monostate>) {
-          isa::for_each_field(o, [&](const isa::FieldInfo& f, const auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, isa::TileRef>) {
-              if (v.present()) out.push_back({v, f.name == "dst"});
-            }
-          });
-        }
-      },
-      op);
-  return out;
-}
-
-}  // namespace
 
 constexpr double kNotTaken = std::numeric_limits<double>::infinity();
 
@@ -103,25 +67,13 @@ struct TensorCore::Unit {
   Stat* dep_stall = nullptr;
   Stat* flops = nullptr;
   Stat* bytes = nullptr;
-  // MXU state.
-  bool weights_loaded = false;
-  std::int64_t weight_k = 0;
-  std::int64_t weight_n = 0;
-  double weights_ready = 0;   // when the last loaded weights may be used
-  double weight_path_free = 0;
-  double stream_free = 0;     // the array's input edge
-  double last_done = 0;       // latest matmul result in the accumulators
-  double shadow_free = 0;     // the weight shadow buffer may be refilled
+  MxuArray mxu;  // MXU units only (sim/core/mxu_array.h)
 };
 
 namespace {
 
 constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
 constexpr double kTimeEps = kTimeEpsilonSeconds;
-
-bool overlaps(const isa::TileRef& t, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-  return t.row < r1 && r0 < t.row + t.rows && t.col < c1 && c0 < t.col + t.cols;
-}
 
 }  // namespace
 
@@ -246,65 +198,24 @@ TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
   }
 }
 
-bool TensorCore::complete(const Access& a, double t) {
-  if (a.dyn < dyn_base_) return true;
-  const Dyn& d = dyn(a.dyn);
-  return d.done >= 0 && d.done <= t + kTimeEps;
-}
-
 std::uint32_t TensorCore::dependencies(std::uint32_t pc, std::uint64_t id, Unit& u) {
   const isa::Instruction& inst = program_.code[pc];
-  std::vector<std::uint64_t>& deps = dep_scratch_;
-  deps.clear();
   const auto unit = isa::opcode_info(isa::opcode(inst.op)).unit;
   const bool async = unit == isa::Unit::kDma || unit == isa::Unit::kIci;
-  const double t = now();
-  // A completed access can never make anyone wait (wait_for() returns at
-  // once), so scans drop the completed entries they pass: a list holds little
-  // more than the accesses in flight.
-  auto scan = [&](std::vector<Access>& list, const isa::TileRef& tile) {
-    std::size_t keep = 0;
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const Access& a = list[i];
-      if (complete(a, t)) continue;
-      if (overlaps(tile, a.r0, a.r1, a.c0, a.c1)) deps.push_back(a.dyn);
-      list[keep++] = a;
-    }
-    list.resize(keep);
-  };
-  auto prune = [&](std::vector<Access>& list) { std::erase_if(list, [&](const Access& a) { return complete(a, t); }); };
   Unit::UsesMemo& memo = u.uses_memo[pc % u.uses_memo.size()];
   if (memo.pc != pc) {
     memo.uses = tile_uses(inst.op);
     memo.pc = pc;
   }
-  const TileUses& uses = memo.uses;
-  for (const TileUse& use : uses) {
-    BufferAccesses& b = scoreboard_[use.tile.buffer];
-    // Lists a scan does not visit (the readers of a never-written buffer)
-    // are pruned once they have doubled since the last cleanup (amortized O(1)).
-    if (b.writes.size() > b.prune_writes_at) {
-      prune(b.writes);
-      b.prune_writes_at = std::max<std::size_t>(8, 2 * b.writes.size());
-    }
-    if (b.reads.size() > b.prune_reads_at) {
-      prune(b.reads);
-      b.prune_reads_at = std::max<std::size_t>(16, 2 * b.reads.size());
-    }
-    scan(b.writes, use.tile);                // RAW, WAW
-    if (use.write) scan(b.reads, use.tile);  // WAR
-  }
-  if (!async) {
-    for (const TileUse& use : uses) {
-      BufferAccesses& b = scoreboard_[use.tile.buffer];
-      (use.write ? b.writes : b.reads)
-          .push_back(Access{use.tile.row, use.tile.row + use.tile.rows, use.tile.col, use.tile.col + use.tile.cols, id});
-    }
-  }
-  if (deps.size() > 1) {
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  }
+  const double t = now();
+  // (A record dropped from the ring has completed.)
+  auto complete = [&](std::uint64_t dep) {
+    if (dep < dyn_base_) return true;
+    const Dyn& d = dyn(dep);
+    return d.done >= 0 && d.done <= t + kTimeEps;
+  };
+  std::vector<std::uint64_t>& deps = dep_scratch_;
+  scoreboard_.check(memo.uses, id, async, complete, deps);
   u.dep_ids.insert(u.dep_ids.end(), deps.begin(), deps.end());
   return static_cast<std::uint32_t>(deps.size());
 }
@@ -475,13 +386,10 @@ CoTask TensorCore::sequencer() {
   co_await wait_all_done();
   sequencer_waiting_ = {};
   retire();
-  end_s_ = retired_until_s_;
+  end_s_ = retirement_.retired_until();
   for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
-  end_s_ = std::max(end_s_, collective_done_s_);  // its record may be dropped already
-  if (end_s_ > retired_until_s_) {  // the last collective's tail: the program waited for it
-    prov_[collective_prov_].attributed_s += end_s_ - retired_until_s_;
-    retired_until_s_ = end_s_;
-  }
+  end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
+  retirement_.finish(end_s_, prov_);
   end_s_ += offset_s_;
   cycles_.value = std::round(end_s_ / cycle_s_);
   finished_ = true;
@@ -652,34 +560,23 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
     vmem_busy_ += service / cycle_s_;
     return vmem_.reserve(t, service);
   };
+  auto relative = [t](const MxuStep& s) { return Exec{s.begin - t, s.busy_end - t, s.free - t, s.done - t}; };
   if (const auto* lw = std::get_if<isa::MxuLoadWeights>(&inst.op)) {
     // os arrays hold outputs, not weights: nothing shifts in (SCALE-Sim's zero prefix).
     const double load = (mxu.dataflow == "os" ? 0.0 : static_cast<double>(mxu_weight_load_cycles(mxu))) * cycle_s_;
-    // Bare array: the new weights replace the active ones, so the array must
-    // drain first. Double-buffered: they fill the shadow buffer meanwhile.
-    // Double-buffered: the shadow buffer is free once the previous weights
-    // became active (their first matmul started).
-    const double start = bare ? std::max({t, u.last_done, u.weight_path_free})
-                              : std::max({t, u.weight_path_free, u.shadow_free});
-    const double end = std::max(start + load, vmem(tile_bytes(program_, lw->src)));
-    u.weight_path_free = end;
-    u.weights_ready = end;
-    u.weights_loaded = true;
-    u.weight_k = lw->src.rows;
-    u.weight_n = lw->src.cols;
-    // The unit (its queue) is held only on a bare array.
-    return Exec{start - t, end - t, bare ? end - t : 0.0, end - t};
+    const double vmem_end = vmem(tile_bytes(program_, lw->src));
+    return relative(mxu_load_weights(u.mxu, bare, t, load, vmem_end, lw->src.rows, lw->src.cols));
   }
   if (const auto* mm = std::get_if<isa::MxuMatmul>(&inst.op)) {
-    if (!u.weights_loaded) {
+    if (!u.mxu.weights_loaded) {
       error_ = fmt::format("{}: mxu.matmul on {} with no weights loaded", where(d.pc), u.name);
       return {};
     }
     const isa::DType dt = program_.buffers[mm->lhs.buffer].dtype;
     MatmulTile tile;
     tile.m_rows = mm->lhs.rows;
-    tile.k_depth = std::min<std::int64_t>(mm->lhs.cols, u.weight_k);
-    tile.n_cols = u.weight_n;
+    tile.k_depth = std::min<std::int64_t>(mm->lhs.cols, u.mxu.weight_k);
+    tile.n_cols = u.mxu.weight_n;
     tile.mac_rate = isa::mxu_rate(mxu.rate, dt);
     if (tile.mac_rate <= 0) {
       error_ = fmt::format("{}: the configured MXU does not support {} inputs (core.mxu.rate is 0)", where(d.pc),
@@ -687,25 +584,20 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
       return {};
     }
     const MatmulTiming mt = mxu_matmul_timing(mxu, tile);
-    const double start = std::max({t, u.stream_free, u.weights_ready});
-    const double stream_end = std::max(start + static_cast<double>(mt.issue) * cycle_s_, vmem(tile_bytes(program_, mm->lhs)));
-    const double done = stream_end + (static_cast<double>(mt.latency) - static_cast<double>(mt.issue)) * cycle_s_;
-    u.stream_free = stream_end;
-    u.shadow_free = std::max(u.shadow_free, start);
-    u.last_done = std::max(u.last_done, done);
+    const double vmem_end = vmem(tile_bytes(program_, mm->lhs));
+    const MxuStep step = mxu_matmul(u.mxu, t, static_cast<double>(mt.issue) * cycle_s_,
+                                    (static_cast<double>(mt.latency) - static_cast<double>(mt.issue)) * cycle_s_,
+                                    vmem_end);
     const double flops = 2.0 * static_cast<double>(tile.m_rows) * static_cast<double>(tile.k_depth) *
                          static_cast<double>(tile.n_cols);
     *u.flops += flops;
     ps.flops += flops;
-    // The queue moves on once this matmul owns the array's input edge, so a
-    // following weight load can overlap its streaming.
-    return Exec{start - t, stream_end - t, start - t, done - t};
+    return relative(step);
   }
   if (const auto* pop = std::get_if<isa::MxuPop>(&inst.op)) {
-    const double start = std::max(t, u.last_done);
     const Cycles c = mxu_pop_cycles(pop->dst.rows, pop->dst.cols, chip_.core.vpu.sublanes, chip_.core.vpu.lanes);
-    const double end = std::max(start + static_cast<double>(c) * cycle_s_, vmem(tile_bytes(program_, pop->dst)));
-    return Exec{start - t, end - t, end - t, end - t};
+    const double vmem_end = vmem(tile_bytes(program_, pop->dst));
+    return relative(mxu_pop(u.mxu, t, static_cast<double>(c) * cycle_s_, vmem_end));
   }
   return {};
 }
@@ -743,7 +635,7 @@ std::uint64_t TensorCore::state_hash() const {
     h ^= v;
     h *= 1099511628211ull;
   };
-  for (const auto& u : units_) mix(u->queue.size() * 2 + (u->weights_loaded ? 1 : 0));
+  for (const auto& u : units_) mix(u->queue.size() * 2 + (u->mxu.weights_loaded ? 1 : 0));
   // Which instructions are in flight, in order: equal counts are not enough
   // (a queue still draining the previous loop's tail has the same length).
   mix(next_dyn_ - retired_);
@@ -786,7 +678,7 @@ CoTask TensorCore::loop_boundary(Loop& l, bool& skip) {
   if (l.done < loop_policy_.warmup) co_return;
   BoundarySample s;
   s.issue_s = now() + offset_s_;
-  s.retired_s = retired_until_s_ + offset_s_;
+  s.retired_s = retirement_.retired_until() + offset_s_;
   for (const auto& u : units_) s.busy_cycles += u->busy->value;
   s.state = state_hash();
   if (l.samples.size() == 3) l.samples.erase(l.samples.begin());
@@ -864,45 +756,11 @@ void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) 
 }
 
 void TensorCore::retire() {
-  // In program order: the time until the oldest unfinished instruction
-  // completes is charged to its provenance (like a reorder buffer's head).
-  // A collective does not own the clock while it flies: the ops the
-  // schedule puts between its -start and -done run meanwhile and keep their
-  // own time. It is charged only where the core waits for it: the gap before
-  // the next instruction starts (the sequencer stalled at the -done), and the
-  // program's end. With several collectives in flight the gap goes to the
-  // first of them to complete when (or after) the core resumes: the one it
-  // waited for. Every piece of the timeline is charged once, so the rows
-  // still sum to the step.
   while (retired_ < next_dyn_) {
-    Dyn& d = dyn(retired_);
+    const Dyn& d = dyn(retired_);
     if (d.start < 0) break;
     const isa::Instruction& inst = program_.code[d.pc];
-    if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
-      if (d.done >= collective_done_s_) collective_prov_ = inst.provenance;
-      collective_done_s_ = std::max(collective_done_s_, d.done);
-      std::erase_if(in_flight_, [&](const auto& c) { return c.first <= retired_until_s_ + kTimeEps; });
-      in_flight_.emplace_back(d.done, inst.provenance);
-      ++retired_;
-      continue;
-    }
-    const double t = std::max(d.done, retired_until_s_);
-    if (collective_done_s_ > retired_until_s_ + kTimeEps && d.start > retired_until_s_ + kTimeEps) {
-      const double gap_end = std::min({d.start, collective_done_s_, t});
-      std::erase_if(in_flight_, [&](const auto& c) { return c.first <= retired_until_s_ + kTimeEps; });
-      std::uint32_t waited_for = collective_prov_;
-      double first_done = collective_done_s_;
-      for (const auto& [done, prov] : in_flight_) {
-        if (done + kTimeEps >= gap_end && done < first_done) {
-          first_done = done;
-          waited_for = prov;
-        }
-      }
-      prov_[waited_for].attributed_s += gap_end - retired_until_s_;
-      retired_until_s_ = gap_end;
-    }
-    prov_[inst.provenance].attributed_s += t - retired_until_s_;
-    retired_until_s_ = t;
+    retirement_.retire(d.start, d.done, isa::opcode(inst.op) == isa::Opcode::kCollective, inst.provenance, prov_);
     ++retired_;
   }
   // Drop records that are retired and complete (bounded memory).

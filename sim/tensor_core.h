@@ -22,6 +22,8 @@
 #include "isa/program.h"
 #include "memory/bandwidth_server.h"
 #include "sim/collective_fabric.h"
+#include "sim/core/retirement.h"
+#include "sim/core/scoreboard.h"
 #include "sim/core_scheduler.h"
 #include "sim/interval_union.h"
 #include "sim/loop_extrapolation.h"
@@ -38,16 +40,6 @@ class CoreSync;
 struct SpmdBinding {
   CollectiveFabric* fabric = nullptr;
   std::int64_t device = 0;
-};
-
-// What the time of one provenance (HLO op / label) went to.
-struct ProvenanceStats {
-  double attributed_s = 0;  // share of the core's timeline (in-order retirement; sums to total)
-  double busy_s = 0;        // unit busy time of its instructions, summed over units
-  double flops = 0;
-  double transcendentals = 0;
-  double hbm_bytes = 0;
-  std::uint64_t instructions = 0;
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -94,13 +86,6 @@ class TensorCore : public sc_core::sc_module {
     double start = -1;  // seconds; < 0 = not started
     double done = -1;
   };
-  // A synchronous access a later instruction may have to wait for. (DMA and
-  // collective accesses are not recorded: readers synchronize with them
-  // through the program's semaphores.)
-  struct Access {
-    std::int64_t r0, r1, c0, c1;
-    std::uint64_t dyn;
-  };
 
   CoTask sequencer();
   CoTask run_unit(Unit& u);
@@ -110,7 +95,6 @@ class TensorCore : public sc_core::sc_module {
   // Appends the ids of the unfinished instructions program_.code[pc] must wait
   // for to `u.dep_ids` (ascending, no duplicates) and returns how many.
   std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
-  [[nodiscard]] bool complete(const Access& a, double t_s);
   // include_collectives = false: in-flight collectives may continue (core.barrier).
   CoTask wait_all_done(bool include_collectives = true);
   // co_await until(t): resume at t seconds (at once when t is not in the future).
@@ -158,20 +142,8 @@ class TensorCore : public sc_core::sc_module {
   std::uint64_t dyn_base_ = 0;   // oldest id still held
   std::uint64_t next_dyn_ = 0;
   std::uint64_t retired_ = 0;    // dyn ids below this have been retired
-  double retired_until_s_ = 0;
-  // The latest-completing collective retired so far (it does not own the
-  // clock; retire() charges it where the core waits for it).
-  double collective_done_s_ = 0;
-  std::uint32_t collective_prov_ = 0;
-  // Retired collectives that may still fly: (done, provenance).
-  std::vector<std::pair<double, std::uint32_t>> in_flight_;
-  struct BufferAccesses {
-    std::vector<Access> writes;
-    std::vector<Access> reads;
-    std::size_t prune_writes_at = 8;
-    std::size_t prune_reads_at = 16;
-  };
-  std::vector<BufferAccesses> scoreboard_;  // per buffer
+  Retirement retirement_;        // time attribution of the retired instructions
+  Scoreboard scoreboard_;
   std::vector<std::uint64_t> dep_scratch_;  // reused by dependencies() (no heap per instruction)
   // One TLM payload for every HBM transfer (a payload allocates its extension
   // array on construction).

@@ -1,0 +1,54 @@
+// In-order retirement and per-op time attribution of a TensorCore's timeline
+// (DESIGN.md principle 4: every figure rolls up to the HLO op). Instructions
+// retire in program order; the time until the oldest unfinished instruction
+// completes is charged to its provenance (like a reorder buffer's head), so
+// the rows sum to the step.
+//
+// A collective does not own the clock while it flies: the ops the schedule
+// puts between its -start and -done run meanwhile and keep their own time.
+// It is charged only where the core waits for it: the gap before the next
+// instruction starts (the sequencer stalled at the -done), and the
+// program's end. With several collectives in flight the gap goes to the
+// first of them to complete when (or after) the core resumes: the one it
+// waited for. Plain C++, no SystemC.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace tpusim {
+
+// What the time of one provenance (HLO op / label) went to.
+struct ProvenanceStats {
+  double attributed_s = 0;  // share of the core's timeline (in-order retirement; sums to total)
+  double busy_s = 0;        // unit busy time of its instructions, summed over units
+  double flops = 0;
+  double transcendentals = 0;
+  double hbm_bytes = 0;
+  std::uint64_t instructions = 0;
+};
+
+class Retirement {
+ public:
+  // The next instruction in program order retires: it started at `start_s`
+  // and completes at `done_s`; `rows` is indexed by provenance id.
+  void retire(double start_s, double done_s, bool collective, std::uint32_t provenance,
+              std::vector<ProvenanceStats>& rows);
+  // The program ends at `end_s`: the time after the last retirement is the
+  // wait for the last collective.
+  void finish(double end_s, std::vector<ProvenanceStats>& rows);
+  // Everything before this time is charged.
+  [[nodiscard]] double retired_until() const { return retired_until_s_; }
+  // The latest completion of a retired collective.
+  [[nodiscard]] double collective_done() const { return collective_done_s_; }
+
+ private:
+  double retired_until_s_ = 0;
+  double collective_done_s_ = 0;
+  std::uint32_t collective_prov_ = 0;  // the collective completing last
+  // Retired collectives that may still fly: (done, provenance).
+  std::vector<std::pair<double, std::uint32_t>> in_flight_;
+};
+
+}  // namespace tpusim
