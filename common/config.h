@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tpusim {
@@ -20,11 +21,55 @@ struct MxuRates {
   double int4 = 0.0;
 };
 
+// Enum-valued config keys: the loader parses them once (params.def lists the
+// choices; tests check every choice parses and prints back). Each enum's
+// names are in one table, next to it.
+#define TPUSIM_DATAFLOWS(X) \
+  X(kWs, "ws")              \
+  X(kOs, "os")              \
+  X(kIs, "is")
+enum class Dataflow {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_DATAFLOWS(TPUSIM_X)
+#undef TPUSIM_X
+};
+
+#define TPUSIM_LOOP_MODES(X) \
+  X(kFull, "full")           \
+  X(kExtrapolate, "extrapolate")
+enum class LoopMode {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_LOOP_MODES(TPUSIM_X)
+#undef TPUSIM_X
+};
+
+// All-gather/reduce-scatter/all-reduce schedules (interconnect/collectives.h);
+// `direct` is internal (all-to-all), not a choice of system.collective_algorithm.
+#define TPUSIM_COLLECTIVE_ALGORITHMS(X) \
+  X(kAuto, "auto")                      \
+  X(kPerAxisRing, "per-axis-ring")      \
+  X(kFlatRing, "flat-ring")             \
+  X(kDirect, "direct")                  \
+  X(kHierarchical, "hierarchical")
+enum class CollectiveAlgorithm {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
+#undef TPUSIM_X
+};
+
+[[nodiscard]] std::string_view enum_name(Dataflow v);
+[[nodiscard]] std::string_view enum_name(LoopMode v);
+[[nodiscard]] std::string_view enum_name(CollectiveAlgorithm v);
+// False (out unchanged) when `text` is not a name of the enum.
+bool parse_enum(std::string_view text, Dataflow& out);
+bool parse_enum(std::string_view text, LoopMode& out);
+bool parse_enum(std::string_view text, CollectiveAlgorithm& out);
+
 struct MxuConfig {
   std::int64_t count = 0;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  std::string dataflow;  // ws | os | is
+  Dataflow dataflow = Dataflow::kWs;
   bool double_buffered_weights = true;
   std::int64_t weight_load_rows_per_cycle = 1;
   std::int64_t drain_extra_cycles = 0;
@@ -123,7 +168,7 @@ struct SystemTopology {
   bool twisted = false;
   std::int64_t slices = 1;
   std::int64_t full_mode_max_chips = 256;  // above: symmetric mode unless --mode says otherwise
-  std::string collective_algorithm = "auto";  // interconnect::CollectiveAlgorithm name (AG/RS/AR)
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::kAuto;  // AG/RS/AR schedule
   std::optional<std::int64_t> chips;   // if stated, must equal product × slices
 };
 
@@ -134,7 +179,7 @@ struct SystemTopology {
 // How the simulator runs a program (not a hardware property; a config key so
 // sweeps and validation rows can set it).
 struct SimulationConfig {
-  std::string loops = "full";     // "full" | "extrapolate" (sim/loop_extrapolation.h)
+  LoopMode loops = LoopMode::kFull;  // sim/loop_extrapolation.h
   std::int64_t loop_warmup = 2;   // iterations before steady-state detection starts
   double loop_tolerance = 1e-3;   // relative agreement of consecutive iteration times
   bool run_ahead = true;          // chips ahead of the kernel's clock (sim/core_scheduler.h)

@@ -246,8 +246,16 @@ class Loader {
 
   void set(const ParamDecl& p, const YAML::Node& node, const Layer& layer) {
     const std::size_t before = diags_.size();
-    const ParamRef ref = p.field(cfg_.chip);
-    std::visit([&](auto* field) { assign(p, node, layer, *field); }, ref);
+    ParamRef ref = p.field(cfg_.chip);
+    std::visit(
+        [&](auto& field) {
+          if constexpr (std::is_pointer_v<std::remove_reference_t<decltype(field)>>) {
+            assign(p, node, layer, *field);
+          } else {
+            assign(p, node, layer, field);
+          }
+        },
+        ref);
     if (diags_.size() == before) {
       Origin o;
       o.kind = layer.kind;
@@ -271,20 +279,33 @@ class Loader {
     return true;
   }
 
+  // True when `s` is one of the key's choices (params.def); else reports it.
+  bool is_choice(const ParamDecl& p, const YAML::Node& node, const Layer& layer, const std::string& s) {
+    std::string choices(p.choices);
+    std::stringstream ss(choices);
+    for (std::string c; std::getline(ss, c, '|');) {
+      if (c == s) return true;
+    }
+    diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' must be one of {}, got '{}'", p.key, p.choices, s)));
+    return false;
+  }
+
+  // A string key, or an enum key kept as a name (hbm.model: a registry name).
   void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, std::string& field) {
     std::string s;
     if (!scalar(p, node, layer, s)) return;
-    if (p.kind == ParamKind::kEnum) {
-      std::string choices(p.choices);
-      std::vector<std::string> options;
-      std::stringstream ss(choices);
-      for (std::string c; std::getline(ss, c, '|');) options.push_back(c);
-      if (std::find(options.begin(), options.end(), s) == options.end()) {
-        diags_.push_back(at(layer, node.Mark(), fmt::format("'{}' must be one of {}, got '{}'", p.key, p.choices, s)));
-        return;
-      }
-    }
+    if (p.kind == ParamKind::kEnum && !is_choice(p, node, layer, s)) return;
     field = s;
+  }
+
+  // An enum key: one of its choices, parsed into the field's enum here, once.
+  void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, EnumRef& field) {
+    std::string s;
+    if (!scalar(p, node, layer, s)) return;
+    if (is_choice(p, node, layer, s) && !field.parse(field.field, s)) {
+      diags_.push_back(at(layer, node.Mark(),
+                          fmt::format("internal: '{}' is a choice of '{}' but not a value of its enum", s, p.key)));
+    }
   }
 
   void assign(const ParamDecl& p, const YAML::Node& node, const Layer& layer, bool& field) {
@@ -549,5 +570,28 @@ std::int64_t chip_count(const SystemTopology& system) {
   for (auto n : system.topology) product *= n;
   return product * system.slices;
 }
+
+#define TPUSIM_ENUM_NAMES(Enum, TABLE)          \
+  std::string_view enum_name(Enum v) {           \
+    switch (v) { TABLE(TPUSIM_ENUM_CASE) }       \
+    return "?";                                  \
+  }                                              \
+  bool parse_enum(std::string_view text, Enum& out) { \
+    TABLE(TPUSIM_ENUM_PARSE)                     \
+    return false;                                \
+  }
+#define TPUSIM_ENUM_CASE(id, name) \
+  case std::remove_reference_t<decltype(v)>::id: return name;
+#define TPUSIM_ENUM_PARSE(id, name)                     \
+  if (text == name) {                                    \
+    out = std::remove_reference_t<decltype(out)>::id;    \
+    return true;                                         \
+  }
+TPUSIM_ENUM_NAMES(Dataflow, TPUSIM_DATAFLOWS)
+TPUSIM_ENUM_NAMES(LoopMode, TPUSIM_LOOP_MODES)
+TPUSIM_ENUM_NAMES(CollectiveAlgorithm, TPUSIM_COLLECTIVE_ALGORITHMS)
+#undef TPUSIM_ENUM_NAMES
+#undef TPUSIM_ENUM_CASE
+#undef TPUSIM_ENUM_PARSE
 
 }  // namespace tpusim

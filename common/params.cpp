@@ -10,7 +10,7 @@ namespace {
 
 #define TPUSIM_PARAM(path, kind, def, min, max, pow2, choices, doc)              \
   ParamDecl{#path, ParamKind::kind, def, min, max, pow2, choices, doc,           \
-            [](ChipConfig& c) -> ParamRef { return &c.path; }},
+            [](ChipConfig& c) -> ParamRef { return param_ref(&c.path); }},
 constexpr std::array kParams{
 #include "common/params.def"
 };
@@ -93,6 +93,7 @@ std::string param_value_text(const ParamDecl& p, const ChipConfig& c) {
   auto& mutable_c = const_cast<ChipConfig&>(c);  // field() is shared by readers and writers
   const ParamRef ref = p.field(mutable_c);
   return std::visit(
+      overloaded{[](EnumRef e) -> std::string { return std::string(e.name(e.field)); },
       [&](auto* ptr) -> std::string {
         using T = std::remove_cvref_t<decltype(*ptr)>;
         if constexpr (std::is_same_v<T, std::string>) {
@@ -113,7 +114,7 @@ std::string param_value_text(const ParamDecl& p, const ChipConfig& c) {
           for (bool b : *ptr) s.emplace_back(b ? "true" : "false");
           return fmt::format("[{}]", fmt::join(s, ", "));
         }
-      },
+      }},
       ref);
 }
 

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -33,9 +34,39 @@ std::string_view kind_name(ParamKind k);
 // The physical dimension of a unit-carrying kind; nullopt for the others.
 std::optional<Dimension> kind_dimension(ParamKind k);
 
-// A pointer to the field a parameter lives in.
+// An enum-typed field, seen through its names (enum_name / parse_enum).
+struct EnumRef {
+  void* field;
+  bool (*parse)(void* field, std::string_view text);
+  std::string_view (*name)(const void* field);
+};
+template <class E>
+EnumRef enum_ref(E* field) {
+  return EnumRef{field, [](void* f, std::string_view t) { return parse_enum(t, *static_cast<E*>(f)); },
+                 [](const void* f) { return enum_name(*static_cast<const E*>(f)); }};
+}
+
+// The field a parameter lives in: a pointer, or an EnumRef for enum keys.
 using ParamRef = std::variant<std::string*, bool*, std::int64_t*, std::optional<std::int64_t>*,
-                              double*, std::vector<std::int64_t>*, std::vector<bool>*>;
+                              double*, std::vector<std::int64_t>*, std::vector<bool>*, EnumRef>;
+
+// std::visit over several lambdas: overloaded{[](EnumRef) {...}, [](auto* p) {...}}.
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+// The field of `c` a table entry names (enum fields through EnumRef).
+template <class T>
+ParamRef param_ref(T* field) {
+  if constexpr (std::is_enum_v<T>) {
+    return enum_ref(field);
+  } else {
+    return field;
+  }
+}
 
 struct ParamDecl {
   std::string_view key;  // dotted path, e.g. "core.mxu.rows"

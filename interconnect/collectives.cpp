@@ -299,23 +299,12 @@ std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view algorithm_name(CollectiveAlgorithm a) {
-  switch (a) {
-#define TPUSIM_X(id, name)      \
-  case CollectiveAlgorithm::id: \
-    return name;
-    TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
-#undef TPUSIM_X
-  }
-  return "?";
-}
+std::string_view algorithm_name(CollectiveAlgorithm a) { return enum_name(a); }
 
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
-#define TPUSIM_X(id, text) \
-  if (name == text) return CollectiveAlgorithm::id;
-  TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
-#undef TPUSIM_X
-  return std::nullopt;
+  CollectiveAlgorithm a{};
+  if (!parse_enum(name, a)) return std::nullopt;
+  return a;
 }
 
 Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec) {

@@ -53,18 +53,8 @@ enum class CollectiveKind {
 #undef TPUSIM_X
 };
 
-#define TPUSIM_COLLECTIVE_ALGORITHMS(X) \
-  X(kAuto, "auto")                      \
-  X(kPerAxisRing, "per-axis-ring")      \
-  X(kFlatRing, "flat-ring")             \
-  X(kDirect, "direct")                  \
-  X(kHierarchical, "hierarchical")
-
-enum class CollectiveAlgorithm {
-#define TPUSIM_X(id, name) id,
-  TPUSIM_COLLECTIVE_ALGORITHMS(TPUSIM_X)
-#undef TPUSIM_X
-};
+// The schedules (common/config.h: the config key system.collective_algorithm names them).
+using tpusim::CollectiveAlgorithm;
 
 std::string_view collective_name(CollectiveKind k);
 std::optional<CollectiveKind> parse_collective_kind(std::string_view name);

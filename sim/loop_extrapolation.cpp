@@ -7,7 +7,7 @@ namespace tpusim {
 
 LoopPolicy LoopPolicy::from(const SimulationConfig& c) {
   LoopPolicy p;
-  p.mode = c.loops == "extrapolate" ? LoopMode::kExtrapolate : LoopMode::kFull;
+  p.mode = c.loops;
   p.warmup = c.loop_warmup;
   p.tolerance = c.loop_tolerance;
   return p;

@@ -29,8 +29,6 @@
 
 namespace tpusim {
 
-enum class LoopMode { kFull, kExtrapolate };
-
 struct LoopPolicy {
   LoopMode mode = LoopMode::kFull;
   std::int64_t warmup = 2;   // iterations simulated before detection starts

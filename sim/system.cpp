@@ -118,14 +118,8 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
   std::unique_ptr<NetworkCollectiveTimer> timer;
   std::unique_ptr<CollectiveFabric> fabric;
   if (network) {
-    const auto configured = interconnect::parse_algorithm(chip.system.collective_algorithm);
-    if (!configured) {
-      return Diagnostic{file, 0, 0,
-                        fmt::format("internal: system.collective_algorithm '{}' is not an algorithm",
-                                    chip.system.collective_algorithm),
-                        ""};
-    }
-    timer = std::make_unique<NetworkCollectiveTimer>(chip, std::move(*topology), options.algorithm.value_or(*configured));
+    timer = std::make_unique<NetworkCollectiveTimer>(chip, std::move(*topology),
+                                                     options.algorithm.value_or(chip.system.collective_algorithm));
     fabric = std::make_unique<CollectiveFabric>(mode, *timer, chip.ici.concurrent_collectives > 1);
   }
 
@@ -133,8 +127,8 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
   // running the same stream: per-chip programs and the TensorCores of a
   // megacore chip (different programs) run their loops in full.
   ChipConfig core_chip = chip;
-  if ((programs.size() > 1 || ncores > 1) && chip.simulation.loops != "full") {
-    core_chip.simulation.loops = "full";
+  if ((programs.size() > 1 || ncores > 1) && chip.simulation.loops != LoopMode::kFull) {
+    core_chip.simulation.loops = LoopMode::kFull;
     result.notes.push_back(ncores > 1 ? "loops simulated in full: the TensorCores of a megacore chip run different "
                                         "programs (extrapolation needs one stream)"
                                       : "loops simulated in full: the chips run different programs (extrapolation "

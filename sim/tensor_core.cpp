@@ -550,7 +550,7 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
 
 TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d) {
   const MxuConfig& mxu = chip_.core.mxu;
-  const bool bare = !mxu.double_buffered_weights || mxu.dataflow != "ws";
+  const bool bare = !mxu.double_buffered_weights || mxu.dataflow != Dataflow::kWs;
   const double t = now();
   ProvenanceStats& ps = prov_[inst.provenance];
   auto vmem = [&](Bytes bytes) {
@@ -563,7 +563,7 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
   auto relative = [t](const MxuStep& s) { return Exec{s.begin - t, s.busy_end - t, s.free - t, s.done - t}; };
   if (const auto* lw = std::get_if<isa::MxuLoadWeights>(&inst.op)) {
     // os arrays hold outputs, not weights: nothing shifts in (SCALE-Sim's zero prefix).
-    const double load = (mxu.dataflow == "os" ? 0.0 : static_cast<double>(mxu_weight_load_cycles(mxu))) * cycle_s_;
+    const double load = (mxu.dataflow == Dataflow::kOs ? 0.0 : static_cast<double>(mxu_weight_load_cycles(mxu))) * cycle_s_;
     const double vmem_end = vmem(tile_bytes(program_, lw->src));
     return relative(mxu_load_weights(u.mxu, bare, t, load, vmem_end, lw->src.rows, lw->src.cols));
   }

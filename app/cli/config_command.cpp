@@ -17,14 +17,15 @@ using nlohmann::json;
 json param_json(const ParamDecl& p, const ChipConfig& c) {
   auto& mutable_c = const_cast<ChipConfig&>(c);  // field() serves readers and writers
   return std::visit(
-      [](auto* ptr) -> json {
-        using T = std::remove_cvref_t<decltype(*ptr)>;
-        if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
-          return ptr->has_value() ? json(**ptr) : json(nullptr);
-        } else {
-          return json(*ptr);
-        }
-      },
+      overloaded{[](EnumRef e) -> json { return json(std::string(e.name(e.field))); },
+                 [](auto* ptr) -> json {
+                   using T = std::remove_cvref_t<decltype(*ptr)>;
+                   if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+                     return ptr->has_value() ? json(**ptr) : json(nullptr);
+                   } else {
+                     return json(*ptr);
+                   }
+                 }},
       p.field(mutable_c));
 }
 

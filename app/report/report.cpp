@@ -229,7 +229,7 @@ json report_json(const ReportInput& in) {
   }
   j["collectives"] = collectives;
   // Loop extrapolation (simulation.loops): which loops, iterations simulated of the total.
-  j["loop_mode"] = c.simulation.loops;
+  j["loop_mode"] = std::string(enum_name(c.simulation.loops));
   json loops = json::array();
   for (const LoopExtrapolation& l : r.loops) {
     loops.push_back({{"loop", l.label},

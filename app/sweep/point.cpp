@@ -104,6 +104,7 @@ std::string canonical_config_text(const ChipConfig& c) {
     out += p.key;
     out += '=';
     out += std::visit(
+        overloaded{[](EnumRef e) -> std::string { return fmt::format("'{}'", e.name(e.field)); },
         [](auto* ptr) -> std::string {
           using T = std::remove_cvref_t<decltype(*ptr)>;
           if constexpr (std::is_same_v<T, std::string>) {
@@ -119,7 +120,7 @@ std::string canonical_config_text(const ChipConfig& c) {
           } else {
             return fmt::format("{}", *ptr);  // shortest round-trip text for doubles
           }
-        },
+        }},
         p.field(mc));
     out += '\n';
   }
@@ -167,6 +168,7 @@ ParamValue param_value(const ChipConfig& c, std::string_view key) {
   if (p == nullptr) return {};
   auto& mc = const_cast<ChipConfig&>(c);
   return std::visit(
+      overloaded{[](EnumRef e) -> ParamValue { return {false, 0, std::string(e.name(e.field))}; },
       [&](auto* ptr) -> ParamValue {
         using T = std::remove_cvref_t<decltype(*ptr)>;
         if constexpr (std::is_same_v<T, bool>) {
@@ -179,7 +181,7 @@ ParamValue param_value(const ChipConfig& c, std::string_view key) {
         } else {
           return {false, 0, param_value_text(*p, c)};
         }
-      },
+      }},
       p->field(mc));
 }
 

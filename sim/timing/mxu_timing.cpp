@@ -40,20 +40,12 @@ std::int64_t positive(std::int64_t v) { return std::max<std::int64_t>(v, 1); }
 }  // namespace
 
 std::optional<Dataflow> parse_dataflow(std::string_view text) {
-  if (text == "ws") return Dataflow::kWs;
-  if (text == "os") return Dataflow::kOs;
-  if (text == "is") return Dataflow::kIs;
-  return std::nullopt;
+  Dataflow d{};
+  if (!parse_enum(text, d)) return std::nullopt;
+  return d;
 }
 
-std::string_view dataflow_name(Dataflow d) {
-  switch (d) {
-    case Dataflow::kWs: return "ws";
-    case Dataflow::kOs: return "os";
-    case Dataflow::kIs: return "is";
-  }
-  return "?";
-}
+std::string_view dataflow_name(Dataflow d) { return enum_name(d); }
 
 FoldMapping fold_mapping(Dataflow d, const GemmShape& g, std::int64_t rows, std::int64_t cols) {
   FoldMapping f;
@@ -116,7 +108,7 @@ GemmTiming mxu_gemm_double_buffered(const MxuConfig& mxu, const GemmShape& g, do
 }
 
 GemmTiming mxu_gemm(const MxuConfig& mxu, const GemmShape& g, double mac_rate) {
-  const Dataflow d = parse_dataflow(mxu.dataflow).value_or(Dataflow::kWs);
+  const Dataflow d = mxu.dataflow;
   if (d == Dataflow::kWs && mxu.double_buffered_weights) {
     return mxu_gemm_double_buffered(mxu, g, mac_rate);
   }

@@ -23,9 +23,7 @@
 
 namespace tpusim {
 
-enum class Dataflow { kWs, kOs, kIs };
-
-// "ws" | "os" | "is" (the values of core.mxu.dataflow); nullopt otherwise.
+// "ws" | "os" | "is" (the values of core.mxu.dataflow, common/config.h); nullopt otherwise.
 std::optional<Dataflow> parse_dataflow(std::string_view text);
 std::string_view dataflow_name(Dataflow d);
 

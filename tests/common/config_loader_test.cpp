@@ -190,14 +190,43 @@ TEST(ConfigLoader, UnknownChipSuggestsAPreset) {
   EXPECT_FALSE(load_config("/nonexistent/chip.yaml").ok());
 }
 
+TEST(Params, EveryEnumChoiceParsesIntoItsEnumAndPrintsBack) {
+  // The loader parses enum keys once; each choice params.def lists must name
+  // a value of the field's enum (a slipped name in either table fails here).
+  for (const auto& p : all_params()) {
+    if (p.kind != ParamKind::kEnum) continue;
+    std::string choices(p.choices);
+    std::size_t start = 0;
+    while (start <= choices.size()) {
+      const std::size_t bar = choices.find('|', start);
+      const std::string choice = choices.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+      auto cfg = load_config("v5e", std::vector<std::string>{std::string(p.key) + "=" + choice});
+      ASSERT_TRUE(cfg.ok()) << p.key << "=" << choice << ": " << format_all(cfg.errors());
+      EXPECT_EQ(param_value_text(p, cfg->chip), choice) << p.key;
+      if (bar == std::string::npos) break;
+      start = bar + 1;
+    }
+    auto bad = load_config("v5e", std::vector<std::string>{std::string(p.key) + "=no-such-choice"});
+    EXPECT_FALSE(bad.ok()) << p.key;
+  }
+  ChipConfig c;
+  EXPECT_FALSE(parse_enum("direct-ish", c.system.collective_algorithm));
+  EXPECT_EQ(enum_name(Dataflow::kOs), "os");
+}
+
 TEST(Params, TableKindsMatchFieldTypes) {
   // Guards the X-macro table against a slipped entry: each kind's C++ type.
   ChipConfig c;
   for (const auto& p : all_params()) {
     const ParamRef ref = p.field(c);
     switch (p.kind) {
-      case ParamKind::kString:
-      case ParamKind::kEnum: EXPECT_TRUE(std::holds_alternative<std::string*>(ref)) << p.key; break;
+      case ParamKind::kString: EXPECT_TRUE(std::holds_alternative<std::string*>(ref)) << p.key; break;
+      case ParamKind::kEnum:
+        // An enum, or a name checked against the choices (hbm.model names a registered model).
+        EXPECT_TRUE(std::holds_alternative<EnumRef>(ref) ||
+                    (std::holds_alternative<std::string*>(ref) && p.key == "hbm.model"))
+            << p.key;
+        break;
       case ParamKind::kBool: EXPECT_TRUE(std::holds_alternative<bool*>(ref)) << p.key; break;
       case ParamKind::kCount: EXPECT_TRUE(std::holds_alternative<std::int64_t*>(ref)) << p.key; break;
       case ParamKind::kOptCount:

@@ -20,7 +20,7 @@ ChipConfig test_chip() {
   c.name = "test-chip";
   c.clock = 1.5e9;
   c.tensorcores = 1;
-  c.core.mxu = MxuConfig{4, 128, 128, "ws", true, 1, 0, MxuRates{1.0, 0.0, 2.0, 0.0, 0.0}};
+  c.core.mxu = MxuConfig{4, 128, 128, Dataflow::kWs, true, 1, 0, MxuRates{1.0, 0.0, 2.0, 0.0, 0.0}};
   c.core.vpu.sublanes = 8;
   c.core.vpu.lanes = 128;
   c.core.vpu.alus_per_lane = 4;

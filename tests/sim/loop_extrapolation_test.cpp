@@ -53,7 +53,7 @@ TEST(SteadyState, ChangedStateSlowerRetirementOrBusierUnitsAreNot) {
 TEST(LoopPolicy, SamplesOnlyLoopsWithIterationsLeftAfterDetection) {
   SimulationConfig c;
   EXPECT_FALSE(LoopPolicy::from(c).samples(1000));  // full by default
-  c.loops = "extrapolate";
+  c.loops = LoopMode::kExtrapolate;
   c.loop_warmup = 2;
   // Earliest detection after warm-up 2 + 2 compared iterations; one must remain.
   EXPECT_FALSE(LoopPolicy::from(c).samples(4));

@@ -57,7 +57,7 @@ MxuConfig bare(std::int64_t rows, std::int64_t cols, const std::string& dataflow
   c.count = 1;
   c.rows = rows;
   c.cols = cols;
-  c.dataflow = dataflow;
+  c.dataflow = parse_dataflow(dataflow).value();
   c.double_buffered_weights = false;
   c.weight_load_rows_per_cycle = 1;
   c.drain_extra_cycles = 0;
