@@ -4,7 +4,17 @@
 
 namespace tpusim {
 
-Stat& StatsRegistry::add(std::string_view name, std::string_view unit, std::string_view desc) {
+std::string_view stat_unit_name(StatUnit u) {
+  switch (u) {
+#define TPUSIM_X(id, name) \
+  case StatUnit::id: return name;
+    TPUSIM_STAT_UNITS(TPUSIM_X)
+#undef TPUSIM_X
+  }
+  return "?";
+}
+
+Stat& StatsRegistry::add(std::string_view name, StatUnit unit, std::string_view desc) {
   auto it = stats_.find(name);
   if (it != stats_.end()) return it->second;
   Stat s;
@@ -34,7 +44,7 @@ double StatsRegistry::sum(std::string_view prefix, std::string_view suffix) cons
 nlohmann::json StatsRegistry::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, s] : stats_) {
-    j[name] = {{"value", s.value}, {"unit", s.unit}, {"desc", s.desc}};
+    j[name] = {{"value", s.value}, {"unit", stat_unit_name(s.unit)}, {"desc", s.desc}};
   }
   return j;
 }

@@ -280,25 +280,6 @@ void add_direct(Network& net, DeviceId src, DeviceId dst, double bytes) {
 
 }  // namespace
 
-std::string_view collective_name(CollectiveKind k) {
-  switch (k) {
-#define TPUSIM_X(id, name) \
-  case CollectiveKind::id: \
-    return name;
-    TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
-#undef TPUSIM_X
-  }
-  return "?";
-}
-
-std::optional<CollectiveKind> parse_collective_kind(std::string_view name) {
-#define TPUSIM_X(id, text) \
-  if (name == text) return CollectiveKind::id;
-  TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
-#undef TPUSIM_X
-  return std::nullopt;
-}
-
 std::string_view algorithm_name(CollectiveAlgorithm a) { return enum_name(a); }
 
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {

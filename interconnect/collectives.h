@@ -25,6 +25,8 @@
 // groups that share links contend.
 #pragma once
 
+#include "common/collective.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -39,30 +41,20 @@
 
 namespace tpusim::interconnect {
 
-// HLO opcode names.
-#define TPUSIM_COLLECTIVE_KINDS(X)         \
-  X(kAllGather, "all-gather")              \
-  X(kReduceScatter, "reduce-scatter")      \
-  X(kAllReduce, "all-reduce")              \
-  X(kAllToAll, "all-to-all")               \
-  X(kCollectivePermute, "collective-permute")
-
-enum class CollectiveKind {
-#define TPUSIM_X(id, name) id,
-  TPUSIM_COLLECTIVE_KINDS(TPUSIM_X)
-#undef TPUSIM_X
-};
+// The kinds are the project's one collective vocabulary (common/collective.h).
+using tpusim::CollectiveKind;
 
 // The schedules (common/config.h: the config key system.collective_algorithm names them).
 using tpusim::CollectiveAlgorithm;
 
-std::string_view collective_name(CollectiveKind k);
-std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
+// XLA's opcode names ("all-gather").
+inline std::string_view collective_name(CollectiveKind k) { return hlo_collective_name(k); }
+inline std::optional<CollectiveKind> parse_collective_kind(std::string_view name) { return parse_hlo_collective(name); }
 std::string_view algorithm_name(CollectiveAlgorithm a);
 std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name);
 
-using ReplicaGroup = std::vector<DeviceId>;
-using ReplicaGroups = std::vector<ReplicaGroup>;
+using tpusim::ReplicaGroup;  // common/collective.h
+using tpusim::ReplicaGroups;
 
 // Seconds the vector unit needs to reduce `bytes` of incoming data into the
 // local partial; called once per received ReduceScatter message.

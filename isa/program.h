@@ -50,7 +50,7 @@ struct Semaphore {
 };
 
 // Replica groups of a collective: [[0,1],[2,3]].
-using ReplicaGroups = std::vector<std::vector<std::int64_t>>;
+using tpusim::ReplicaGroups;  // common/collective.h
 
 // Interned strings (provenance labels): id 0 is the empty string.
 class StringTable {

@@ -118,7 +118,7 @@ std::string_view eup_op_doc(EupOp op) {
 
 std::string_view collective_doc(CollectiveKind k) {
   switch (k) {
-#define TPUSIM_X(e, text, doc) \
+#define TPUSIM_X(e, text, doc, ...) \
   case CollectiveKind::e: return doc;
     TPUSIM_ISA_COLLECTIVES(TPUSIM_X)
 #undef TPUSIM_X

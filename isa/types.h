@@ -3,6 +3,8 @@
 // (STYLE.md practice 1); names, parsing and docs are generated from it.
 #pragma once
 
+#include "common/collective.h"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -82,12 +84,8 @@ namespace tpusim::isa {
 
 // Collective kinds (placeholders the multi-chip model fills in).
 // X(enumerator, text, doc)
-#define TPUSIM_ISA_COLLECTIVES(X)                                                \
-  X(kAllReduce, "all_reduce", "every replica receives the reduction of all")     \
-  X(kAllGather, "all_gather", "every replica receives the concatenation")        \
-  X(kReduceScatter, "reduce_scatter", "replica i receives shard i of the sum")   \
-  X(kAllToAll, "all_to_all", "replica i sends shard j to replica j")             \
-  X(kCollectivePermute, "collective_permute", "send to the paired replica")
+// The collective kinds are the project's one vocabulary (common/collective.h).
+#define TPUSIM_ISA_COLLECTIVES(X) TPUSIM_COLLECTIVE_KINDS(X)
 
 #define TPUSIM_ISA_ENUM_FIRST(e, ...) e,
 
@@ -97,7 +95,7 @@ enum class LatencyClass : std::uint8_t { TPUSIM_ISA_LATENCY_CLASSES(TPUSIM_ISA_E
 enum class VpuOp : std::uint8_t { TPUSIM_ISA_VPU_OPS(TPUSIM_ISA_ENUM_FIRST) };
 enum class ReduceOp : std::uint8_t { TPUSIM_ISA_REDUCE_OPS(TPUSIM_ISA_ENUM_FIRST) };
 enum class EupOp : std::uint8_t { TPUSIM_ISA_EUP_OPS(TPUSIM_ISA_ENUM_FIRST) };
-enum class CollectiveKind : std::uint8_t { TPUSIM_ISA_COLLECTIVES(TPUSIM_ISA_ENUM_FIRST) };
+using tpusim::CollectiveKind;
 
 std::string_view name(MemSpace v);
 std::string_view name(DType v);

@@ -8,12 +8,12 @@ Hbm::Hbm(sc_core::sc_module_name name, const HbmConfig& cfg, StatsRegistry& stat
     : HbmModel(name),
       socket("socket"),
       cfg_(cfg),
-      read_bytes_(stats.add(p + ".read_bytes", "bytes", "bytes read by the program")),
-      write_bytes_(stats.add(p + ".write_bytes", "bytes", "bytes written by the program")),
-      moved_bytes_(stats.add(p + ".moved_bytes", "bytes", "bytes moved in whole bursts (>= read + write)")),
-      busy_s_(stats.add(p + ".busy_s", "s", "time the device was transferring")),
-      queued_s_(stats.add(p + ".queued_s", "s", "time transfers waited for the device")),
-      transfers_(stats.add(p + ".transfers", "count", "transfers served")) {
+      read_bytes_(stats.add(p + ".read_bytes", StatUnit::kBytes, "bytes read by the program")),
+      write_bytes_(stats.add(p + ".write_bytes", StatUnit::kBytes, "bytes written by the program")),
+      moved_bytes_(stats.add(p + ".moved_bytes", StatUnit::kBytes, "bytes moved in whole bursts (>= read + write)")),
+      busy_s_(stats.add(p + ".busy_s", StatUnit::kSeconds, "time the device was transferring")),
+      queued_s_(stats.add(p + ".queued_s", StatUnit::kSeconds, "time transfers waited for the device")),
+      transfers_(stats.add(p + ".transfers", StatUnit::kCount, "transfers served")) {
   socket.register_b_transport(this, &Hbm::b_transport);
 }
 

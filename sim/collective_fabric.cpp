@@ -187,7 +187,7 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
     return ds;
   }
   const Groups& g = *groups.value();
-  const interconnect::CollectiveKind kind = to_interconnect(c->op);
+  const CollectiveKind kind = c->op;
   const std::int64_t gi = g.group_of[static_cast<size_t>(device)];
   const std::int64_t group_size =
       kind == interconnect::CollectiveKind::kCollectivePermute

@@ -20,16 +20,6 @@ std::int64_t first_group_size(const interconnect::ReplicaGroups& g, std::int64_t
 
 }  // namespace
 
-interconnect::CollectiveKind to_interconnect(isa::CollectiveKind k) {
-  switch (k) {
-    case isa::CollectiveKind::kAllReduce: return interconnect::CollectiveKind::kAllReduce;
-    case isa::CollectiveKind::kAllGather: return interconnect::CollectiveKind::kAllGather;
-    case isa::CollectiveKind::kReduceScatter: return interconnect::CollectiveKind::kReduceScatter;
-    case isa::CollectiveKind::kAllToAll: return interconnect::CollectiveKind::kAllToAll;
-    case isa::CollectiveKind::kCollectivePermute: return interconnect::CollectiveKind::kCollectivePermute;
-  }
-  return interconnect::CollectiveKind::kAllReduce;
-}
 
 Result<CollectiveTiming> PlaceholderCollectiveTimer::time(const CollectiveRequest& r) {
   CollectiveTiming t;
@@ -275,7 +265,7 @@ std::vector<Diagnostic> check_replica_groups(const isa::Program& program, std::i
     std::int64_t tiled = 1;
     auto resolved = resolve_groups(listed, permute, num_devices, tiled);
     if (resolved.ok()) continue;
-    const std::string_view op = interconnect::collective_name(to_interconnect(c->op));
+    const std::string_view op = interconnect::collective_name(c->op);
     const std::string_view prov = program.provenance(inst);
     const std::string what = prov.empty() ? std::string(op) : fmt::format("{} \"{}\"", op, prov);
     out.push_back(Diagnostic{program.file, static_cast<int>(inst.loc.line), static_cast<int>(inst.loc.column),

@@ -30,7 +30,6 @@
 
 namespace tpusim {
 
-interconnect::CollectiveKind to_interconnect(isa::CollectiveKind k);
 
 struct CollectiveRequest {
   interconnect::CollectiveKind kind = interconnect::CollectiveKind::kAllReduce;

@@ -35,6 +35,7 @@ struct SimResult {
   std::vector<ProvenanceRow> provenance;  // sorted by attributed time, descending
   std::vector<std::string> notes;          // modelling approximations used in this run
   std::vector<LoopExtrapolation> loops;    // loops extrapolated (simulation.loops = extrapolate), core 0
+  std::vector<CoreUse> cores;              // chip 0's TensorCores that ran, their stats (the report reads these)
 };
 
 // Places buffers without an offset (a bump allocator per memory space) and

@@ -44,12 +44,12 @@ void axis_use(const NetworkCollectiveTimer& timer, const CollectiveFabric& fabri
                                                          : 0.0});
   }
   StatsRegistry& stats = out.sim.stats;
-  stats.add("system.chips", "count", "chips in the system").value = static_cast<double>(out.chips);
-  stats.add("system.network_runs", "count", "distinct collectives simulated on the network").value =
+  stats.add("system.chips", StatUnit::kCount, "chips in the system").value = static_cast<double>(out.chips);
+  stats.add("system.network_runs", StatUnit::kCount, "distinct collectives simulated on the network").value =
       static_cast<double>(out.network_runs);
   for (const AxisUse& a : out.axes) {
-    stats.add("system.ici." + a.axis + ".busy_s", "s", "link busy time summed over the axis' links").value = a.busy_s;
-    stats.add("system.ici." + a.axis + ".utilization", "ratio", "busy / links / step time").value = a.utilization;
+    stats.add("system.ici." + a.axis + ".busy_s", StatUnit::kSeconds, "link busy time summed over the axis' links").value = a.busy_s;
+    stats.add("system.ici." + a.axis + ".utilization", StatUnit::kRatio, "busy / links / step time").value = a.utilization;
   }
 }
 
@@ -202,7 +202,7 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
       out.chip_times.push_back(ChipTime{d, end, core0.compute_seconds(), core0.communication_seconds(),
                                         core0.exposed_communication_seconds()});
     }
-    result.stats.add(fmt::format("chip{}.seconds", d), "s", "simulated time of the program").value = end;
+    result.stats.add(fmt::format("chip{}.seconds", d), StatUnit::kSeconds, "simulated time of the program").value = end;
   }
   if (fabric) {
     for (const auto& b : fabric->blocked()) result.blocked.push_back(b);
@@ -219,6 +219,7 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
       progs.push_back(&programs.front()[c]);
     }
     result.provenance = detail::merge_provenance(views, progs);
+    for (const TensorCore* core : views) result.cores.push_back(core->use());
   }
   if (network) {
     out.collectives = fabric->rows();

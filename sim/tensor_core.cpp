@@ -62,11 +62,9 @@ struct TensorCore::Unit {
   std::uint64_t collective = 0;  // ICI: the ordinal of the collective being executed
   bool idle = false;  // waiting for its queue to fill
   double taken_at = kNotTaken;  // ICI: when it took the collective it waits in
-  Stat* busy = nullptr;
-  Stat* insts = nullptr;
-  Stat* dep_stall = nullptr;
-  Stat* flops = nullptr;
-  Stat* bytes = nullptr;
+  UnitCounters counters;
+  Stat* flops = nullptr;  // MXU, VPU
+  Stat* bytes = nullptr;  // DMA
   MxuArray mxu;  // MXU units only (sim/core/mxu_array.h)
 };
 
@@ -90,16 +88,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       cycle_s_(1.0 / chip.clock),
       one_cycle_(cycle_s_, SC_SEC),
       scoreboard_(program.buffers.size()),
-      vmem_(1),
-      cycles_(stats.add(p + ".cycles", "cycles", "core cycles from start to the last instruction's completion")),
-      instructions_(stats.add(p + ".instructions", "count", "dynamic instructions issued (repeats expanded)")),
-      stall_sem_(stats.add(p + ".sequencer.stall_semaphore_cycles", "cycles", "issue stalled in sem.wait")),
-      stall_queue_(stats.add(p + ".sequencer.stall_queue_full_cycles", "cycles", "issue stalled on a full unit queue")),
-      stall_barrier_(stats.add(p + ".sequencer.stall_barrier_cycles", "cycles", "issue stalled in barrier")),
-      stall_core_barrier_(stats.add(p + ".sequencer.stall_core_barrier_cycles", "cycles",
-                                    "issue stalled in core.barrier (own drain and the other TensorCores)")),
-      vmem_bytes_(stats.add(p + ".vmem.bytes", "bytes", "VMEM traffic of all units")),
-      vmem_busy_(stats.add(p + ".vmem.busy_cycles", "cycles", "cycles VMEM bandwidth was in use")) {
+      vmem_(1) {
+  counters_.add(stats, p);
+  sequencer_stats_.add(stats, p + ".sequencer");
+  vmem_stats_.add(stats, p + ".vmem");
   spmd_ = spmd;
   core_sync_ = core_sync;
   auto add_unit = [&](std::string uname, isa::Unit kind, int index) {
@@ -109,13 +101,11 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
     u->index = index;
     u->slot = static_cast<std::uint32_t>(units_.size());
     const std::string up = p + "." + u->name;
-    u->busy = &stats.add(up + ".busy_cycles", "cycles", "cycles the unit was occupied");
-    u->insts = &stats.add(up + ".instructions", "count", "instructions executed");
-    u->dep_stall = &stats.add(up + ".dependency_stall_cycles", "cycles", "cycles the queue head waited on operands");
+    u->counters.add(stats, up);
     if (kind == isa::Unit::kMxu || kind == isa::Unit::kVpu) {
-      u->flops = &stats.add(up + ".flops", "flops", "useful floating-point operations");
+      u->flops = &stats.add(up + ".flops", StatUnit::kFlops, "useful floating-point operations");
     }
-    if (kind == isa::Unit::kDma) u->bytes = &stats.add(up + ".bytes", "bytes", "bytes copied");
+    if (kind == isa::Unit::kDma) u->bytes = &stats.add(up + ".bytes", StatUnit::kBytes, "bytes copied");
     if (trace_ != nullptr) u->track = trace_->track(p, u->name);
     units_.push_back(std::move(u));
     return units_.back().get();
@@ -227,7 +217,7 @@ void TensorCore::dispatch(std::uint32_t pc, Unit& u) {
   u.queue.push_back(
       Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps, 0});
   if (u.kind == isa::Unit::kIci) u.queue.back().collective = collectives_dispatched_++;
-  instructions_ += 1;
+  *counters_.instructions += 1;
   if (u.idle) sched_->notify(u.pushed);
 }
 
@@ -341,7 +331,7 @@ CoTask TensorCore::sequencer() {
       }
       sequencer_waiting_ = {};
       sem_[w.sem.id] -= w.count;
-      stall_sem_ += (now() - from) / cycle_s_;
+      *sequencer_stats_.stall_semaphore_cycles += (now() - from) / cycle_s_;
     } else if (op == isa::Opcode::kSemSignal) {
       const auto& s = std::get<isa::SemSignal>(inst.op);
       sem_[s.sem.id] += s.count;
@@ -351,7 +341,7 @@ CoTask TensorCore::sequencer() {
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
       co_await wait_all_done();
       sequencer_waiting_ = {};
-      stall_barrier_ += (now() - from) / cycle_s_;
+      *sequencer_stats_.stall_barrier_cycles += (now() - from) / cycle_s_;
     } else if (op == isa::Opcode::kCoreBarrier) {
       const double from = now();
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
@@ -362,7 +352,7 @@ CoTask TensorCore::sequencer() {
         while (core_sync_->generation() == generation) co_await CoreScheduler::on(core_sync_->released());
       }
       sequencer_waiting_ = {};
-      stall_core_barrier_ += (now() - from) / cycle_s_;
+      *sequencer_stats_.stall_core_barrier_cycles += (now() - from) / cycle_s_;
     } else {
       Unit& u = unit_for(inst);
       const double stall_from = now();
@@ -370,7 +360,7 @@ CoTask TensorCore::sequencer() {
         sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, 0, 0, u.slot};
         co_await CoreScheduler::on(any_popped_);
       }
-      stall_queue_ += (now() - stall_from) / cycle_s_;
+      *sequencer_stats_.stall_queue_full_cycles += (now() - stall_from) / cycle_s_;
       sequencer_waiting_ = {};
       dispatch(pc, u);
     }
@@ -391,7 +381,7 @@ CoTask TensorCore::sequencer() {
   end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
   retirement_.finish(end_s_, prov_);
   end_s_ += offset_s_;
-  cycles_.value = std::round(end_s_ / cycle_s_);
+  counters_.cycles->value = std::round(end_s_ / cycle_s_);
   finished_ = true;
 }
 
@@ -420,7 +410,7 @@ CoTask TensorCore::run_unit(Unit& u) {
       }
       u.waiting = {};
     }
-    *u.dep_stall += (now() - dep_from) / cycle_s_;
+    *u.counters.dependency_stall_cycles += (now() - dep_from) / cycle_s_;
     const std::uint32_t pc = dyn(id).pc;
     const isa::Instruction& inst = program_.code[pc];
     // Exec times are relative to when the instruction was taken (a collective
@@ -459,8 +449,8 @@ CoTask TensorCore::run_unit(Unit& u) {
     ProvenanceStats& ps = prov_[inst.provenance];
     ps.instructions += 1;
     ps.busy_s += busy;
-    *u.busy += busy / cycle_s_;
-    *u.insts += 1;
+    *u.counters.busy_cycles += busy / cycle_s_;
+    *u.counters.instructions += 1;
     if (u.kind == isa::Unit::kIci) {
       busy_time_.add_comm(d.start, d.done);
     } else if (busy > 0) {
@@ -536,8 +526,8 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   if (c.vmem_bytes > 0) {
     const double service = static_cast<double>(c.vmem_bytes) / chip_.core.vmem.bytes_per_cycle * cycle_s_;
     const double end = vmem_.reserve(t, service) - t;
-    vmem_bytes_ += static_cast<double>(c.vmem_bytes);
-    vmem_busy_ += service / cycle_s_;
+    *vmem_stats_.bytes += static_cast<double>(c.vmem_bytes);
+    *vmem_stats_.busy_cycles += service / cycle_s_;
     done = std::max(done, end);
     occupy = std::max(occupy, std::min(end, done));
   }
@@ -556,8 +546,8 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
   auto vmem = [&](Bytes bytes) {
     if (bytes == 0) return t;
     const double service = static_cast<double>(bytes) / chip_.core.vmem.bytes_per_cycle * cycle_s_;
-    vmem_bytes_ += static_cast<double>(bytes);
-    vmem_busy_ += service / cycle_s_;
+    *vmem_stats_.bytes += static_cast<double>(bytes);
+    *vmem_stats_.busy_cycles += service / cycle_s_;
     return vmem_.reserve(t, service);
   };
   auto relative = [t](const MxuStep& s) { return Exec{s.begin - t, s.busy_end - t, s.free - t, s.done - t}; };
@@ -679,7 +669,7 @@ CoTask TensorCore::loop_boundary(Loop& l, bool& skip) {
   BoundarySample s;
   s.issue_s = now() + offset_s_;
   s.retired_s = retirement_.retired_until() + offset_s_;
-  for (const auto& u : units_) s.busy_cycles += u->busy->value;
+  for (const auto& u : units_) s.busy_cycles += u->counters.busy_cycles->value;
   s.state = state_hash();
   if (l.samples.size() == 3) l.samples.erase(l.samples.begin());
   l.samples.push_back(s);
@@ -791,6 +781,18 @@ std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_nam
     case Waiting::Kind::kNone: break;
   }
   return {};
+}
+
+CoreUse TensorCore::use() const {
+  CoreUse c;
+  c.core = counters_.values();
+  c.sequencer = sequencer_stats_.values();
+  c.vmem = vmem_stats_.values();
+  for (const auto& u : units_) {
+    c.units.push_back(UnitUse{u->name, u->kind, u->counters.values(), u->flops != nullptr ? u->flops->value : 0.0,
+                              u->bytes != nullptr ? u->bytes->value : 0.0});
+  }
+  return c;
 }
 
 std::vector<std::string> TensorCore::blocked() const {

@@ -22,6 +22,7 @@
 #include "isa/program.h"
 #include "memory/bandwidth_server.h"
 #include "sim/collective_fabric.h"
+#include "sim/core/core_stats.h"
 #include "sim/core/retirement.h"
 #include "sim/core/scoreboard.h"
 #include "sim/core_scheduler.h"
@@ -68,6 +69,8 @@ class TensorCore : public sc_core::sc_module {
   // When the simulation ran out of events before the program finished: what
   // each waiting party was waiting for, with source locations.
   [[nodiscard]] std::vector<std::string> blocked() const;
+  // The core's stats after the run (the report reads these).
+  [[nodiscard]] CoreUse use() const;
   // Indexed by the program's provenance string id.
   [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
   // Seconds some non-ICI unit was busy (the union of their busy intervals).
@@ -225,14 +228,9 @@ class TensorCore : public sc_core::sc_module {
   // unit's current instruction is folded (bounded memory).
   BusyTime busy_time_;
 
-  Stat& cycles_;
-  Stat& instructions_;
-  Stat& stall_sem_;
-  Stat& stall_queue_;
-  Stat& stall_barrier_;
-  Stat& stall_core_barrier_;
-  Stat& vmem_bytes_;
-  Stat& vmem_busy_;
+  CoreCounters counters_;
+  SequencerStats sequencer_stats_;
+  VmemStats vmem_stats_;
   // What runs this core's processes: its own scheduler, or its megacore
   // chip's (CoreSync). Last: destroyed first (its coroutine frames refer to
   // the members above).

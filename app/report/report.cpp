@@ -13,43 +13,28 @@ using nlohmann::json;
 
 struct UnitRow {
   std::string name;
-  double busy_cycles;
-  double instructions;
-  double dep_stall_cycles;
-  double flops;
+  const UnitUse* use;
 };
 
-// TensorCores of chip 0 that ran a program (chip0.coreN.cycles present).
-int cores_run(const StatsRegistry& s) {
-  int n = 1;
-  while (s.all().count("chip0.core" + std::to_string(n) + ".cycles") != 0) ++n;
-  return n;
-}
-
-// Sum of one per-core stat over the cores that ran.
-double core_sum(const StatsRegistry& s, int cores, const std::string& stat) {
-  double v = 0;
-  for (int c = 0; c < cores; ++c) v += s.value("chip0.core" + std::to_string(c) + "." + stat);
-  return v;
-}
-
-std::vector<UnitRow> unit_rows(const StatsRegistry& s, int cores) {
-  // Units are the stats named chip0.coreN.<unit>.busy_cycles; with several
-  // cores (megacore) a row is named coreN.<unit>.
+// Units of chip 0's cores that ran, named coreN.<unit> with several cores
+// (megacore), sorted by name.
+std::vector<UnitRow> unit_rows(const SimResult& r) {
   std::vector<UnitRow> rows;
-  for (int c = 0; c < cores; ++c) {
-    const std::string prefix = "chip0.core" + std::to_string(c) + ".";
-    for (const auto& [name, stat] : s.all()) {
-      if (!name.starts_with(prefix) || !name.ends_with(".busy_cycles")) continue;
-      const std::string unit =
-          name.substr(prefix.size(), name.size() - prefix.size() - std::string(".busy_cycles").size());
-      if (unit.find('.') != std::string::npos || unit == "vmem") continue;
-      rows.push_back({cores > 1 ? "core" + std::to_string(c) + "." + unit : unit, stat.value,
-                      s.value(prefix + unit + ".instructions"), s.value(prefix + unit + ".dependency_stall_cycles"),
-                      s.value(prefix + unit + ".flops")});
+  for (std::size_t c = 0; c < r.cores.size(); ++c) {
+    for (const UnitUse& u : r.cores[c].units) {
+      rows.push_back({r.cores.size() > 1 ? "core" + std::to_string(c) + "." + u.name : u.name, &u});
     }
   }
+  std::sort(rows.begin(), rows.end(), [](const UnitRow& a, const UnitRow& b) { return a.name < b.name; });
   return rows;
+}
+
+// A figure summed over chip 0's cores that ran.
+template <class Get>
+double core_sum(const SimResult& r, Get get) {
+  double v = 0;
+  for (const CoreUse& c : r.cores) v += get(c);
+  return v;
 }
 
 // Peak FLOP/s of one TensorCore.
@@ -110,16 +95,16 @@ json report_json(const ReportInput& in) {
   j["finished"] = r.finished;
   j["step_time_s"] = t;
   j["cycles"] = r.cycles;
-  const int cores = cores_run(s);
+  const int cores = std::max(1, static_cast<int>(r.cores.size()));
   j["tensorcores"] = cores;
   json units = json::object();
   double mxu_flops = 0;
-  for (const auto& u : unit_rows(s, cores)) {
-    units[u.name] = {{"busy_cycles", u.busy_cycles},
-                     {"utilization", u.busy_cycles / total_cycles},
-                     {"instructions", u.instructions},
-                     {"dependency_stall_cycles", u.dep_stall_cycles}};
-    if (u.name.find("mxu") != std::string::npos) mxu_flops += u.flops;
+  for (const auto& [name, u] : unit_rows(r)) {
+    units[name] = {{"busy_cycles", u->counters.busy_cycles},
+                   {"utilization", u->counters.busy_cycles / total_cycles},
+                   {"instructions", u->counters.instructions},
+                   {"dependency_stall_cycles", u->counters.dependency_stall_cycles}};
+    if (u->kind == isa::Unit::kMxu) mxu_flops += u->flops;
   }
   j["units"] = units;
   // The peak of the TensorCores the program ran on (all of a megacore chip's).
@@ -132,12 +117,14 @@ json report_json(const ReportInput& in) {
               {"bytes_per_s", t > 0 ? hbm_bytes / t : 0.0},
               {"bandwidth_utilization", t > 0 ? hbm_bytes / (t * c.hbm.bandwidth) : 0.0}};
   // VMEM and stalls: summed over the cores (each has its own VMEM).
-  j["vmem"] = {{"bytes", core_sum(s, cores, "vmem.bytes")},
-               {"utilization", core_sum(s, cores, "vmem.busy_cycles") / cores / total_cycles}};
-  j["stalls"] = {{"sequencer_semaphore_cycles", core_sum(s, cores, "sequencer.stall_semaphore_cycles")},
-                 {"sequencer_queue_full_cycles", core_sum(s, cores, "sequencer.stall_queue_full_cycles")},
-                 {"sequencer_barrier_cycles", core_sum(s, cores, "sequencer.stall_barrier_cycles")},
-                 {"sequencer_core_barrier_cycles", core_sum(s, cores, "sequencer.stall_core_barrier_cycles")}};
+  j["vmem"] = {{"bytes", core_sum(r, [](const CoreUse& c) { return c.vmem.bytes; })},
+               {"utilization", core_sum(r, [](const CoreUse& c) { return c.vmem.busy_cycles; }) / cores / total_cycles}};
+  j["stalls"] = {
+      {"sequencer_semaphore_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_semaphore_cycles; })},
+      {"sequencer_queue_full_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_queue_full_cycles; })},
+      {"sequencer_barrier_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_barrier_cycles; })},
+      {"sequencer_core_barrier_cycles",
+       core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_core_barrier_cycles; })}};
   json ops = json::array();
   if (in.roofline == nullptr) {
     for (const auto& p : r.provenance) {

@@ -5,6 +5,8 @@
 // readers to decode a stored value, so the two can never disagree.
 #pragma once
 
+#include "common/collective.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -62,7 +64,7 @@ struct PadDim {
 // ([G,S]<=[dims]T(perm)): iota(prod dims) reshaped to dims, transposed by
 // perm, flattened and cut into G groups of S.
 struct ReplicaGroups {
-  std::vector<Ints> groups;  // expanded (also for the iota form)
+  tpusim::ReplicaGroups groups;  // expanded (also for the iota form); common/collective.h
   bool iota = false;
   bool mesh = false;  // mesh[…] {…} form: groups are not expanded
   Ints iota_shape;    // [G,S]

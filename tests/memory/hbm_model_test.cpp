@@ -19,7 +19,7 @@ namespace {
 class FixedDelayHbm : public HbmModel {
  public:
   FixedDelayHbm(sc_core::sc_module_name name, StatsRegistry& stats, const std::string& prefix)
-      : HbmModel(name), socket_("socket"), served_(stats.add(prefix + ".fixed_transfers", "count", "transfers")) {
+      : HbmModel(name), socket_("socket"), served_(stats.add(prefix + ".fixed_transfers", StatUnit::kCount, "transfers")) {
     socket_.register_b_transport(this, &FixedDelayHbm::b_transport);
   }
   TargetSocket& target() override { return socket_; }

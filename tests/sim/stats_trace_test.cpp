@@ -10,10 +10,10 @@ namespace {
 
 TEST(Stats, HierarchicalNamesSumAndDump) {
   StatsRegistry r;
-  r.add("chip0.core0.mxu0.busy_cycles", "cycles", "MXU busy") += 100;
-  r.add("chip0.core0.mxu1.busy_cycles", "cycles", "MXU busy") += 50;
-  r.add("chip0.core0.vpu.busy_cycles", "cycles", "VPU busy") += 7;
-  Stat& again = r.add("chip0.core0.mxu0.busy_cycles", "cycles", "ignored");
+  r.add("chip0.core0.mxu0.busy_cycles", StatUnit::kCycles, "MXU busy") += 100;
+  r.add("chip0.core0.mxu1.busy_cycles", StatUnit::kCycles, "MXU busy") += 50;
+  r.add("chip0.core0.vpu.busy_cycles", StatUnit::kCycles, "VPU busy") += 7;
+  Stat& again = r.add("chip0.core0.mxu0.busy_cycles", StatUnit::kCycles, "ignored");
   again += 1;
   EXPECT_DOUBLE_EQ(r.value("chip0.core0.mxu0.busy_cycles"), 101);
   EXPECT_DOUBLE_EQ(r.sum("chip0.core0.mxu", ".busy_cycles"), 151);
