@@ -9,6 +9,7 @@
 #include <string>
 
 #include "isa/lower/context.h"
+#include "isa/lower/dot_cost.h"
 
 #include "common/units.h"
 
@@ -16,15 +17,10 @@ namespace tpusim::lower {
 namespace {
 
 
-struct Tiling {
-  std::int64_t tm = 0, tn = 0, tk = 0;
+// The chosen tiling with its estimate (dot_cost).
+struct Tiling : DotTiling {
   double time_s = 0;
   double hbm_bytes = 0;
-  // Wide loads: one DMA of whole view rows brings the tiles of all the batch
-  // elements side by side (DotSpec::lhs_side / rhs_side); the MXU reads each
-  // element's columns from VMEM. The output blocks then run with those
-  // elements innermost, so consecutive blocks share the wide tile.
-  bool lw = false, rw = false;
 };
 
 std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t base) {
@@ -40,8 +36,8 @@ class DotLowering {
     nmxu_ = std::max<std::int64_t>(1, mxu.count);
     R_ = std::max<std::int64_t>(1, mxu.rows);
     C_ = std::max<std::int64_t>(1, mxu.cols);
-    lhs_dt_ = mxu_dtype(d.lhs.dtype);
-    rhs_dt_ = mxu_dtype(d.rhs.dtype);
+    lhs_dt_ = mxu_stream_dtype(mxu, d.lhs.dtype);
+    rhs_dt_ = mxu_stream_dtype(mxu, d.rhs.dtype);
     cores_ = std::max(1, c.opt.cores);
     split_ = cores_ > 1;
   }
@@ -82,17 +78,9 @@ class DotLowering {
   }
 
  private:
-  // The dtype the MXU streams: the operand's own when the MXU supports it,
-  // else bf16 after a VPU convert in VMEM.
-  isa::DType mxu_dtype(isa::DType d) const {
-    return isa::mxu_rate(c_.chip.core.mxu.rate, d) > 0 ? d : isa::DType::kBf16;
-  }
-
-  // Part rows when M is split across MXUs (N too narrow to feed them all).
+  // Row parts of a block (N too narrow to feed all the MXUs).
   std::int64_t parts(std::int64_t tm, std::int64_t tn) const {
-    const std::int64_t ns = ceil_div(tn, C_);
-    if (ns >= nmxu_) return 1;
-    return std::max<std::int64_t>(1, std::min(nmxu_ / ns, ceil_div(tm, 64)));
+    return mxu_row_parts(c_.chip.core.mxu, tm, tn, c_.min_tile_rows());
   }
 
   // Whether an operand can be loaded wide: elements side by side, each
@@ -111,117 +99,48 @@ class DotLowering {
     return y % lanes == 0 && (chunk % lanes == 0 || chunk == y);
   }
 
+  // Every candidate tiling that fits the VMEM budget, costed by dot_cost
+  // (the simulator's timing functions); the cheapest wins.
   Tiling choose() const {
-    const double bl = isa::dtype_bytes(d_.lhs.dtype, 1024) / 1024.0;
-    const double br = isa::dtype_bytes(d_.rhs.dtype, 1024) / 1024.0;
-    const double bo = isa::dtype_bytes(d_.out.dtype, 1024) / 1024.0;
-    const double clock = std::max(1.0, c_.chip.clock);
-    const double bw = std::max(1.0, c_.chip.hbm.bandwidth * std::max(0.01, c_.chip.hbm.efficiency));
-    const double rate = std::max(1e-9, isa::mxu_rate(c_.chip.core.mxu.rate, lhs_dt_));
-    const double load = static_cast<double>(R_) / std::max<std::int64_t>(1, c_.chip.core.mxu.weight_load_rows_per_cycle);
     const std::int64_t budget = c_.vmem_budget();
-    const double lat = std::max(0.0, c_.chip.hbm.latency);
+    DotCostInputs in;
+    in.chip = &c_.chip;
+    in.cores = cores_;
+    in.split = split_;
+    in.min_tile_rows = c_.min_tile_rows();
+    in.instruction_scale = static_cast<double>(c_.opt.max_instructions);
     Tiling best;
     best.time_s = std::numeric_limits<double>::infinity();
-    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
+    const std::int64_t M = d_.m, N = d_.n, K = d_.k;
     const auto& o = c_.opt;
-    for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, 64)) {
+    for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, c_.min_tile_rows())) {
       for (const std::int64_t tn : o.dot_tile_n > 0 ? std::vector<std::int64_t>{std::min(N, o.dot_tile_n)} : candidates(N, C_)) {
         for (const std::int64_t tk : o.dot_tile_k > 0 ? std::vector<std::int64_t>{std::min(K, o.dot_tile_k)} : candidates(K, R_)) {
-          const std::int64_t nm = ceil_div(M, tm), nn = ceil_div(N, tn), nk = ceil_div(K, tk);
+          const std::int64_t nk = ceil_div(K, tk);
           for (const bool lw : {false, true}) {
             if (lw && !wide_ok(true, tm, tk, nk)) continue;
             for (const bool rw : {false, true}) {
               if (rw && !wide_ok(false, tn, tk, nk)) continue;
               if (lw && rw && d_.lhs_side != d_.rhs_side) continue;
-              const bool inner = lw || rw;  // blocks with the side-by-side elements innermost
-              // Raw tiles as loaded (rows x cols of the operand's view), plus
-              // the transposed copy the MXU reads.
-              const std::int64_t lr = d_.lhs_transposed ? (lw ? K : tk) : tm;
-              const std::int64_t lc = lw ? d_.lhs_side * (d_.lhs_transposed ? M : K) : (d_.lhs_transposed ? tm : tk);
-              const std::int64_t rr = d_.rhs_transposed ? tn : (rw ? K : tk);
-              const std::int64_t rc = rw ? d_.rhs_side * (d_.rhs_transposed ? K : N) : (d_.rhs_transposed ? tk : tn);
-              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, lr, lc) +
+              const DotTiling t{tm, tn, tk, lw, rw};
+              // Two slots of each operand tile, the transposed copy the MXU
+              // reads, and the output staging.
+              const LoadedTiles raw = loaded_tiles(d_, t);
+              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, raw.lhs_rows, raw.lhs_cols) +
                                           (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
-              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, rr, rc) +
+              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, raw.rhs_rows, raw.rhs_cols) +
                                           (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
               const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
               if (vm > budget) continue;
-              // Times each operand byte is read (output-stationary over k):
-              // a tile is reloaded whenever the next step needs another one.
-              const double lhs_f = lw ? 1.0 : static_cast<double>((inner || nk > 1) ? nn : 1);
-              const double rhs_f = rw ? static_cast<double>(d_.rhs_transposed && nn > 1 ? nm : 1)
-                                      : static_cast<double>((inner || nn > 1 || nk > 1) ? nm : 1);
-              const double lhs_b = static_cast<double>(B * M * K) * bl * lhs_f;
-              const double rhs_b = static_cast<double>(B * K * N) * br * rhs_f;
-              const double out_b = static_cast<double>(B * M * N) * bo;
-              const double bytes = lhs_b + rhs_b + out_b;
-              const std::int64_t p = parts(tm, tn);
-              const std::int64_t items = ceil_div(tn, C_) * p;
-              const std::int64_t per_mxu = ceil_div(items, nmxu_);
-              const double part_rows = static_cast<double>(ceil_div(tm, p));
-              // Blocks turn round robin over the MXUs: with many blocks each
-              // MXU takes items / MXUs of every block's work on average.
-              const std::int64_t nblocks = B * nm * nn;
-              const double per_mxu_avg = nblocks * items >= nmxu_ ? static_cast<double>(items) / static_cast<double>(nmxu_)
-                                                                  : static_cast<double>(per_mxu);
-              const double step_mxu = static_cast<double>(ceil_div(tk, R_)) * per_mxu_avg *
-                                      std::max(part_rows / rate, load) / clock;
-              // Megacore: this core computes its share of the output blocks
-              // while the other cores stream theirs through the same HBM.
-              const std::int64_t blocks = B * nm * nn;
-              const std::int64_t my_blocks = split_ ? ceil_div(blocks, cores_) : blocks;
-              const double share = static_cast<double>(my_blocks) / static_cast<double>(blocks);
-              const double steps = static_cast<double>(my_blocks * nk);
-              const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
-                                  static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
-              // HBM time of the strided tiles: short contiguous runs (a tile
-              // row) waste bursts and channel parallelism. Runs of whole view
-              // rows are dense. Rows whose pitch is a multiple of
-              // granularity x channels all start on the same channel, so a
-              // run of b bursts uses b of the channels (sim/timing/hbm_timing.h:
-              // bursts interleave over the channels by address); otherwise,
-              // below ~1 KiB per row the effective bandwidth falls about
-              // linearly (measured on the simulator's HBM model,
-              // docs/lowering.md). A wide tile is whole view rows.
-              const auto eff = [&](double run_bytes, double pitch_bytes) {
-                if (run_bytes >= pitch_bytes) return 1.0;
-                const double g = std::max(1.0, c_.chip.hbm.access_granularity);
-                const double ch = static_cast<double>(std::max<std::int64_t>(1, c_.chip.hbm.channels));
-                if (std::fmod(pitch_bytes, g * ch) == 0) return std::clamp(std::ceil(run_bytes / g) / ch, 0.02, 1.0);
-                return std::clamp(run_bytes / 1024.0, 0.05, 1.0);
-              };
-              const double dense = 1e30;
-              const double pitch_l = static_cast<double>(d_.lhs.cols) * bl, pitch_r = static_cast<double>(d_.rhs.cols) * br;
-              const double pitch_o = static_cast<double>(d_.out.cols) * bo;
-              const double run_l = lw ? dense : static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
-              const double run_r = rw ? dense : static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
-              const double run_o = static_cast<double>(tn) * bo;
-              const double dma_s =
-                  (lhs_b / (bw * eff(run_l, pitch_l)) + rhs_b / (bw * eff(run_r, pitch_r)) + out_b / (bw * eff(run_o, pitch_o))) * share *
-                  static_cast<double>(cores_);
-              const double step_dma = dma_s / steps + lat;
-              const double core_bw = bw / static_cast<double>(cores_);
-              const double first =
-                  (static_cast<double>(lr * lc) * bl + static_cast<double>(rr * rc) * br) / core_bw + lat;
-              const double last =
-                  static_cast<double>(tm * tn) * bo / core_bw + static_cast<double>(tm + R_ + C_) / clock + lat;
-              const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
-              // Program size matters too (the issue asks for programs of at
-              // most a few million instructions): a mild penalty per instruction.
-              const double instrs = steps * static_cast<double>(ceil_div(tk, R_) * items * 2 + 6);
-              const double time = (steps * std::max({step_mxu, step_dma, issue}) + pops + first + last) *
-                                  (1.0 + instrs / 4e6);
-              if (time < best.time_s * (1 - 1e-9)) {
-                best = Tiling{tm, tn, tk, time, bytes, lw, rw};
-              }
+              const DotCost cost = dot_cost(in, d_, t);
+              if (cost.time_s < best.time_s * (1 - 1e-9)) best = Tiling{t, cost.time_s, cost.hbm_bytes};
             }
           }
         }
       }
     }
     if (!std::isfinite(best.time_s)) {  // nothing fits the budget: smallest tiles
-      best = Tiling{std::min<std::int64_t>(M, 64), std::min(N, C_), std::min(K, R_), 0, 0};
+      best = Tiling{{std::min(M, c_.min_tile_rows()), std::min(N, C_), std::min(K, R_), false, false}, 0, 0};
     }
     return best;
   }
@@ -458,7 +377,7 @@ class DotLowering {
         rhs_elem = re;
       }
       const std::int64_t p = parts(me, ne);
-      const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), 64));
+      const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), c_.min_tile_rows()));
       const std::int64_t nsub = ceil_div(ne, C_);
       struct Item {
         std::int64_t r0, rows, c0, cols, mxu, acc;
