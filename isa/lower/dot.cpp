@@ -58,7 +58,7 @@ class DotLowering {
       single.t_ = single.choose();
       const double per = static_cast<double>(ceil_div(one.m, single.t_.tm) * ceil_div(one.n, single.t_.tn) *
                                              ceil_div(one.k, single.t_.tk));
-      if (per * static_cast<double>(d_.batch) > 4096) {
+      if (per * static_cast<double>(d_.batch) > static_cast<double>(c_.opt.dot_repeat_min_steps)) {
         const auto [first, last] = split_ ? c_.core_share(d_.batch) : std::pair<std::int64_t, std::int64_t>{0, d_.batch};
         if (last <= first) return;  // more cores than batch elements: nothing for this one
         c_.emit(isa::Repeat{last - first});
@@ -145,21 +145,26 @@ class DotLowering {
     return best;
   }
 
+  // Two VMEM buffers (`base.0`, `base.1`) per tile shape, allocated on first use.
+  using SlotPairs = std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>>;
+  std::uint32_t slot_buffer(SlotPairs& pairs, const std::string& base, isa::DType d, std::int64_t rows,
+                            std::int64_t cols, int slot) {
+    auto it = pairs.find({rows, cols});
+    if (it == pairs.end()) {
+      std::array<std::uint32_t, 2> b{c_.vmem(base + ".0", d, rows, cols), c_.vmem(base + ".1", d, rows, cols)};
+      it = pairs.emplace(std::pair{rows, cols}, b).first;
+    }
+    return it->second[static_cast<std::size_t>(slot)];
+  }
   // A two-slot ring of VMEM buffers per tile shape for one operand.
   struct Ring {
     std::string name;
     isa::DType dtype;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
+    SlotPairs bufs;
     isa::SemRef sem[2];
   };
   std::uint32_t ring_buffer(Ring& r, std::int64_t rows, std::int64_t cols, int slot) {
-    auto it = r.bufs.find({rows, cols});
-    if (it == r.bufs.end()) {
-      std::array<std::uint32_t, 2> b{c_.vmem(r.name + ".0", r.dtype, rows, cols),
-                                     c_.vmem(r.name + ".1", r.dtype, rows, cols)};
-      it = r.bufs.emplace(std::pair{rows, cols}, b).first;
-    }
-    return it->second[static_cast<std::size_t>(slot)];
+    return slot_buffer(r.bufs, r.name, r.dtype, rows, cols, slot);
   }
   // A single scratch buffer per shape (transposed / converted operands).
   std::uint32_t scratch(const std::string& name, isa::DType d, std::int64_t rows, std::int64_t cols) {
@@ -189,19 +194,117 @@ class DotLowering {
     return {r, c};
   }
 
+  // ---- emission, in named steps (emit() runs them) ----
+
+  // One operand's tile of a step: the HBM tile to load (identified by
+  // `key`) and where the step's element tile sits in the loaded buffer.
+  // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
+  // `at` in the view. Wide: whole view rows, the element's columns picked
+  // in VMEM.
+  struct Plan {
+    std::int64_t key = 0;
+    isa::TileRef src;
+    bool wide = false;
+    std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
+  };
+  // Runs of consecutive steps that share a tile: one load each, into the
+  // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
+  // held run r-1, which is done), so a tile shared by many steps (a wide
+  // one) is fetched behind all of them, not one step ahead.
+  struct Runs {
+    std::vector<std::size_t> run_of, first;
+    std::vector<std::uint32_t> buf;
+    std::size_t issued = 0;
+  };
+  // An epilogue input too large to stay resident: streamed per output block.
+  struct Streamed {
+    const Array* a;
+    bool out_shaped;
+    SlotPairs bufs;
+  };
+  // An output write-back piece not yet issued (dst in HBM, src staging tile, slot).
+  struct Write {
+    isa::TileRef dst, src;
+    int slot;
+  };
+  // One MXU item of a block: rows r0.. of the lhs tile times an MXU-wide
+  // column slice c0.., on MXU `mxu`, accumulating at row `acc`.
+  struct Item {
+    std::int64_t r0, rows, c0, cols, mxu, acc;
+  };
+  // Everything the steps of one dot's program share.
+  struct Emit {
+    std::int64_t nm = 0, nn = 0, nk = 0, side = 1, out_blocks = 0;
+    std::vector<StepIdx> steps;
+    Ring lr, rr;
+    isa::SemRef out_sem[2], res, epi_sem[2];
+    std::array<std::int64_t, 2> out_pending{0, 0}, epi_pending{0, 0};
+    int out_next = 0;
+    SlotPairs out_bufs;
+    std::int64_t res_count = 0;
+    std::vector<Streamed> streamed;
+    std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
+    std::vector<Plan> lplan, rplan;
+    Runs lruns, rruns;
+    std::deque<Write> writes;
+    std::int64_t write_per_step = 1;
+    isa::TileRef lhs_ready, rhs_ready;          // tiles the MXU reads (after transpose/convert)
+    std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
+    std::uint32_t out_buf = 0;
+    int out_slot = 0;
+    // The MXU of a block's first item turns round robin from block to block,
+    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
+    // of them in turn instead of all on MXU 0.
+    std::int64_t rot = 0;
+  };
+
+  static std::int64_t extent(std::int64_t idx, std::int64_t t, std::int64_t full) {
+    return std::min(t, full - idx * t);
+  }
+
   void emit() {
-    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
-    const std::int64_t nm = ceil_div(M, t_.tm), nn = ceil_div(N, t_.tn), nk = ceil_div(K, t_.tk);
+    const std::int64_t B = d_.batch;
+    Emit e;
+    e.nm = ceil_div(d_.m, t_.tm);
+    e.nn = ceil_div(d_.n, t_.tn);
+    e.nk = ceil_div(d_.k, t_.tk);
     // Megacore: this core's contiguous share of the output blocks (in
     // b, mb, nb order, so a core keeps the lhs reuse across nb; with wide
     // loads g, mb, nb, j for batch element b = g·S + j, so consecutive
     // blocks share the wide tile).
     const auto [first_block, last_block] =
-        split_ ? c_.core_share(B * nm * nn) : std::pair<std::int64_t, std::int64_t>{0, B * nm * nn};
+        split_ ? c_.core_share(B * e.nm * e.nn) : std::pair<std::int64_t, std::int64_t>{0, B * e.nm * e.nn};
     if (last_block <= first_block) return;  // more cores than output blocks: nothing for this one
-    const std::int64_t side = t_.lw ? d_.lhs_side : t_.rw ? d_.rhs_side : 1;
-    std::vector<StepIdx> steps;
-    steps.reserve(static_cast<std::size_t>((last_block - first_block) * nk));
+    e.side = t_.lw ? d_.lhs_side : t_.rw ? d_.rhs_side : 1;
+    order_steps(e, first_block, last_block);
+    e.lr = Ring{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
+    e.rr = Ring{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
+    e.out_sem[0] = c_.sem("out0");
+    e.out_sem[1] = c_.sem("out1");
+    e.res = c_.sem("res");
+    load_epilogue_inputs(e);
+    e.epi_sem[0] = c_.sem("epi0");
+    e.epi_sem[1] = c_.sem("epi1");
+    e.out_blocks = B * e.nm * e.nn;
+    plan_operand_tiles(e);
+    e.lruns = runs_of(e.lplan);
+    e.rruns = runs_of(e.rplan);
+    issue_loads(e.lr, e.lruns, e.lplan, 1);
+    issue_loads(e.rr, e.rruns, e.rplan, 1);
+    c_.wait(e.res, e.res_count);
+    for (std::size_t t = 0; t < e.steps.size(); ++t) {
+      emit_step(e, t);
+      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+    }
+    flush_writes(e, e.writes.size());
+    c_.wait(e.out_sem[e.out_next], e.out_pending[static_cast<std::size_t>(e.out_next)]);
+    c_.wait(e.out_sem[e.out_next ^ 1], e.out_pending[static_cast<std::size_t>(e.out_next ^ 1)]);
+  }
+
+  // The k steps of this core's output blocks, in block order.
+  void order_steps(Emit& e, std::int64_t first_block, std::int64_t last_block) const {
+    const std::int64_t nm = e.nm, nn = e.nn, side = e.side;
+    e.steps.reserve(static_cast<std::size_t>((last_block - first_block) * e.nk));
     for (std::int64_t ob = first_block; ob < last_block; ++ob) {
       std::int64_t b = 0, mb = 0, nb = 0;
       if (side > 1) {
@@ -214,57 +317,30 @@ class DotLowering {
         mb = ob / nn % nm;
         nb = ob % nn;
       }
-      for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
+      for (std::int64_t kc = 0; kc < e.nk; ++kc) e.steps.push_back({b, mb, nb, kc});
     }
+  }
 
-    Ring lr{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
-    Ring rr{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
-    const isa::SemRef out_sem[2] = {c_.sem("out0"), c_.sem("out1")};
-    const isa::SemRef res = c_.sem("res");
-    std::array<std::int64_t, 2> out_pending{0, 0};
-    int out_next = 0;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> out_bufs;
-
-    // Small epilogue inputs stay resident. Large ones (a residual of the
-    // output's shape, say) are streamed: each output block reads its tile of
-    // an output-shaped input, or an equal share of the rows of any other,
-    // double-buffered with the output staging and waited on before the
-    // epilogue (so every epilogue input is read from HBM exactly once).
-    std::int64_t res_count = 0;
-    struct Streamed {
-      const Array* a;
-      bool out_shaped;
-      std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
-    };
-    std::vector<Streamed> streamed;
+  // Small epilogue inputs stay resident. Large ones (a residual of the
+  // output's shape, say) are streamed: each output block reads its tile of
+  // an output-shaped input, or an equal share of the rows of any other,
+  // double-buffered with the output staging and waited on before the
+  // epilogue (so every epilogue input is read from HBM exactly once).
+  void load_epilogue_inputs(Emit& e) {
     for (const Array& a : d_.epilogue_inputs) {
-      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / 8) {
-        streamed.push_back({&a, a.rows == d_.out.rows && a.cols == d_.out.cols, {}});
+      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / c_.opt.resident_budget_share) {
+        e.streamed.push_back({&a, a.rows == d_.out.rows && a.cols == d_.out.cols, {}});
         continue;
       }
       const std::uint32_t vb = c_.vmem("epi", a.dtype, a.rows, a.cols);
-      c_.dma(c_.whole(vb), c_.whole(a.buffer), res);
-      ++res_count;
+      c_.dma(c_.whole(vb), c_.whole(a.buffer), e.res);
+      ++e.res_count;
     }
-    const isa::SemRef epi_sem[2] = {c_.sem("epi0"), c_.sem("epi1")};
-    std::array<std::int64_t, 2> epi_pending{0, 0};
-    std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
-    const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
+  }
 
-    const auto extent = [](std::int64_t idx, std::int64_t t, std::int64_t full) {
-      return std::min(t, full - idx * t);
-    };
-    // One operand's tile of a step: the HBM tile to load (identified by
-    // `key`) and where the step's element tile sits in the loaded buffer.
-    // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
-    // `at` in the view. Wide: whole view rows, the element's columns picked
-    // in VMEM.
-    struct Plan {
-      std::int64_t key = 0;
-      isa::TileRef src;
-      bool wide = false;
-      std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
-    };
+  // Each step's lhs and rhs tiles.
+  void plan_operand_tiles(Emit& e) const {
+    const std::int64_t M = d_.m, N = d_.n, K = d_.k, nm = e.nm, nn = e.nn, nk = e.nk;
     const auto plan = [&](const Array& a, bool wide, std::int64_t key, std::pair<std::int64_t, std::int64_t> at,
                           std::int64_t x0, std::int64_t xe, std::int64_t y0, std::int64_t ye) {
       Plan p;
@@ -276,13 +352,12 @@ class DotLowering {
       p.sub_cols = ye;
       return p;
     };
-    std::vector<Plan> lplan, rplan;
-    lplan.reserve(steps.size());
-    rplan.reserve(steps.size());
-    for (const StepIdx& s : steps) {
+    e.lplan.reserve(e.steps.size());
+    e.rplan.reserve(e.steps.size());
+    for (const StepIdx& s : e.steps) {
       const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      const std::int64_t g = s.b / side;
+      const std::int64_t g = s.b / e.side;
       // Tile identities: per element, or per wide tile (which spans every
       // element of group g and every column of the view).
       const std::int64_t lkey = !t_.lw ? (s.b * nm + s.mb) * nk + s.kc : d_.lhs_transposed ? g : g * nm + s.mb;
@@ -290,206 +365,188 @@ class DotLowering {
       // lhs canonical [M, K] per element, transposed [K, M]; rhs canonical
       // [K, N], transposed [N, K].
       const auto lat = origin(d_.lhs_batch, s.b, d_.lhs_transposed ? K : M);
-      lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
-                                        : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
+      e.lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
+                                          : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
       const auto rat = origin(d_.rhs_batch, s.b, d_.rhs_transposed ? N : K);
-      rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
-                                        : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
+      e.rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
+                                          : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
     }
-    // Runs of consecutive steps that share a tile: one load each, into the
-    // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
-    // held run r-1, which is done), so a tile shared by many steps (a wide
-    // one) is fetched behind all of them, not one step ahead.
-    struct Runs {
-      std::vector<std::size_t> run_of, first;
-      std::vector<std::uint32_t> buf;
-      std::size_t issued = 0;
-    };
-    const auto runs_of = [](const std::vector<Plan>& p) {
-      Runs r;
-      for (std::size_t t = 0; t < p.size(); ++t) {
-        if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
-        r.run_of.push_back(r.first.size() - 1);
-      }
-      r.buf.assign(r.first.size(), 0);
-      return r;
-    };
-    Runs lruns = runs_of(lplan), rruns = runs_of(rplan);
-    const auto issue_until = [&](Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
-      for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
-        const std::size_t r = runs.issued;
-        const int slot = static_cast<int>(r % 2);
-        const isa::TileRef& src = p[runs.first[r]].src;
-        runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
-        c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
-      }
-    };
-    // The element tile of step t in its loaded buffer (stored orientation).
-    const auto sub_tile = [&](const Runs& runs, const std::vector<Plan>& p, std::size_t t) {
-      const std::uint32_t buf = runs.buf[runs.run_of[t]];
-      return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
-    };
+  }
 
-    // Output write-back pieces not yet issued (dst in HBM, src staging tile, slot).
-    struct Write {
-      isa::TileRef dst, src;
-      int slot;
-    };
-    std::deque<Write> writes;
-    std::int64_t write_per_step = 1;
-    const auto flush_writes = [&](std::size_t n) {
-      for (std::size_t i = 0; i < n && !writes.empty(); ++i) {
-        const Write w = writes.front();
-        writes.pop_front();
-        c_.dma(w.dst, w.src, out_sem[w.slot]);
-        ++out_pending[static_cast<std::size_t>(w.slot)];
-      }
-    };
-    issue_until(lr, lruns, lplan, 1);
-    issue_until(rr, rruns, rplan, 1);
-    c_.wait(res, res_count);
-    isa::TileRef lhs_ready, rhs_ready;  // tiles the MXU reads (after transpose/convert)
-    std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
-    std::uint32_t out_buf = 0;
-    int out_slot = 0;
-    // The MXU of a block's first item turns round robin from block to block,
-    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
-    // of them in turn instead of all on MXU 0.
-    std::int64_t rot = 0;
-    for (std::size_t t = 0; t < steps.size(); ++t) {
-      const StepIdx& s = steps[t];
-      const std::size_t lrun = lruns.run_of[t], rrun = rruns.run_of[t];
-      issue_until(lr, lruns, lplan, lrun + 2);
-      issue_until(rr, rruns, rplan, rrun + 2);
-      const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      const bool lhs_new = lruns.first[lrun] == t, rhs_new = rruns.first[rrun] == t;
-      if (lhs_new) c_.wait(lr.sem[lrun % 2], 1);
-      if (rhs_new) c_.wait(rr.sem[rrun % 2], 1);
-      // A new element tile (a fresh load, or another element's columns of
-      // a wide tile) is transposed / converted once.
-      const std::int64_t le = (s.b * nm + s.mb) * nk + s.kc, re = (s.b * nk + s.kc) * nn + s.nb;
-      if (lhs_new || le != lhs_elem) {
-        lhs_ready = prepare(sub_tile(lruns, lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
-        lhs_elem = le;
-      }
-      if (rhs_new || re != rhs_elem) {
-        rhs_ready = prepare(sub_tile(rruns, rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
-        rhs_elem = re;
-      }
-      const std::int64_t p = parts(me, ne);
-      const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), c_.min_tile_rows()));
-      const std::int64_t nsub = ceil_div(ne, C_);
-      struct Item {
-        std::int64_t r0, rows, c0, cols, mxu, acc;
-      };
-      std::vector<Item> items;
-      std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
-      for (std::int64_t ns = 0; ns < nsub; ++ns) {
-        for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
-          const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
-          Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
-                  per_mxu[static_cast<std::size_t>(mx)] * part_rows};
-          ++per_mxu[static_cast<std::size_t>(mx)];
-          items.push_back(it);
-        }
-      }
-      if (s.kc == 0) {
-        // A new output block: its staging slot must have drained.
-        out_slot = out_next;
-        out_next ^= 1;
-        // Pieces of the block that used this slot must be issued before it is reused.
-        while (std::any_of(writes.begin(), writes.end(), [&](const Write& w) { return w.slot == out_slot; })) {
-          flush_writes(1);
-        }
-        c_.wait(out_sem[out_slot], out_pending[static_cast<std::size_t>(out_slot)]);
-        out_pending[static_cast<std::size_t>(out_slot)] = 0;
-        auto it = out_bufs.find({me, ne});
-        if (it == out_bufs.end()) {
-          it = out_bufs.emplace(std::pair{me, ne}, std::array<std::uint32_t, 2>{c_.vmem("acc.0", d_.out.dtype, me, ne),
-                                                                              c_.vmem("acc.1", d_.out.dtype, me, ne)})
-                   .first;
-        }
-        out_buf = it->second[static_cast<std::size_t>(out_slot)];
-        epi_tiles.clear();
-        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
-        for (Streamed& e : streamed) {
-          const Array& a = *e.a;
-          std::int64_t r0 = s.b * M + m0, rows = me, c0 = n0, cols = ne;
-          if (!e.out_shaped) {
-            const std::int64_t out_block = (s.b * nm + s.mb) * nn + s.nb;
-            const std::int64_t share = ceil_div(a.rows, out_blocks);
-            r0 = std::min(a.rows, out_block * share);
-            rows = std::min(share, a.rows - r0);
-            c0 = 0;
-            cols = a.cols;
-            if (rows <= 0) continue;
-          }
-          auto bt = e.bufs.find({rows, cols});
-          if (bt == e.bufs.end()) {
-            bt = e.bufs.emplace(std::pair{rows, cols}, std::array<std::uint32_t, 2>{c_.vmem("epi.0", a.dtype, rows, cols),
-                                                                                   c_.vmem("epi.1", a.dtype, rows, cols)})
-                     .first;
-          }
-          const std::uint32_t vb = bt->second[static_cast<std::size_t>(out_slot)];
-          c_.dma(c_.whole(vb), c_.tile(a.buffer, r0, rows, c0, cols), epi_sem[out_slot]);
-          ++epi_pending[static_cast<std::size_t>(out_slot)];
-          if (e.out_shaped) epi_tiles.push_back(c_.whole(vb));
-        }
-      }
-      const std::int64_t ksubs = ceil_div(ke, R_);
-      for (std::int64_t ks = 0; ks < ksubs; ++ks) {
-        const std::int64_t kr = std::min(R_, ke - ks * R_);
-        for (const Item& it : items) {
-          c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(rhs_ready.buffer, rhs_ready.row + ks * R_, kr,
-                                                      rhs_ready.col + it.c0, it.cols)});
-          c_.emit(isa::MxuMatmul{it.mxu, c_.tile(lhs_ready.buffer, lhs_ready.row + it.r0, it.rows,
-                                                 lhs_ready.col + ks * R_, kr),
-                                 it.acc,
-                                 (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
-        }
-      }
-      if (s.kc + 1 == nk) {
-        rot = (rot + static_cast<std::int64_t>(items.size())) % nmxu_;
-        for (const Item& it : items) {
-          c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
-        }
-        c_.wait(epi_sem[out_slot], epi_pending[static_cast<std::size_t>(out_slot)]);
-        epi_pending[static_cast<std::size_t>(out_slot)] = 0;
-        for (int e = 0; e < d_.epilogue_vpu_ops; ++e) {
-          isa::VpuElementwise op;
-          op.op = isa::VpuOp::kAdd;
-          op.dst = c_.whole(out_buf);
-          op.a = c_.whole(out_buf);
-          // The first ops consume the streamed output-shaped inputs.
-          if (static_cast<std::size_t>(e) < epi_tiles.size()) {
-            op.b = epi_tiles[static_cast<std::size_t>(e)];
-          } else {
-            op.imm = 0;
-          }
-          c_.emit(op);
-        }
-        // The block's write-back is cut into row pieces issued over the next
-        // block's k steps, so one large write does not hold the HBM queue
-        // ahead of the next operand loads (a kernel's pipelined write-back).
-        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
-        const std::int64_t align = c_.row_align(d_.out.dtype);
-        const std::int64_t pieces = std::max<std::int64_t>(1, std::min(nk, me / std::max<std::int64_t>(align, 64)));
-        const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);
-        for (std::int64_t r = 0; r < me; r += piece_rows) {
-          const std::int64_t rows = std::min(piece_rows, me - r);
-          writes.push_back({c_.tile(d_.out.buffer, s.b * M + m0 + r, rows, n0, ne), c_.tile(out_buf, r, rows, 0, ne),
-                            out_slot});
-        }
-        write_per_step = ceil_div(static_cast<std::int64_t>(writes.size()), nk);
-        if (nk == 1 || t + 1 == steps.size()) flush_writes(writes.size());
-      } else {
-        flush_writes(static_cast<std::size_t>(write_per_step));
-      }
-      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+  static Runs runs_of(const std::vector<Plan>& p) {
+    Runs r;
+    for (std::size_t t = 0; t < p.size(); ++t) {
+      if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
+      r.run_of.push_back(r.first.size() - 1);
     }
-    flush_writes(writes.size());
-    c_.wait(out_sem[out_next], out_pending[static_cast<std::size_t>(out_next)]);
-    c_.wait(out_sem[out_next ^ 1], out_pending[static_cast<std::size_t>(out_next ^ 1)]);
+    r.buf.assign(r.first.size(), 0);
+    return r;
+  }
+
+  // Issues the loads of runs up to (not including) `upto`.
+  void issue_loads(Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
+    for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
+      const std::size_t r = runs.issued;
+      const int slot = static_cast<int>(r % 2);
+      const isa::TileRef& src = p[runs.first[r]].src;
+      runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
+      c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
+    }
+  }
+
+  // The element tile of step t in its loaded buffer (stored orientation).
+  isa::TileRef sub_tile(const Runs& runs, const std::vector<Plan>& p, std::size_t t) const {
+    const std::uint32_t buf = runs.buf[runs.run_of[t]];
+    return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
+  }
+
+  void flush_writes(Emit& e, std::size_t n) {
+    for (std::size_t i = 0; i < n && !e.writes.empty(); ++i) {
+      const Write w = e.writes.front();
+      e.writes.pop_front();
+      c_.dma(w.dst, w.src, e.out_sem[w.slot]);
+      ++e.out_pending[static_cast<std::size_t>(w.slot)];
+    }
+  }
+
+  // Step t: load ahead, prepare the operand tiles, start a block (kc = 0),
+  // the matmuls, finish the block (last kc) or issue pending write pieces.
+  void emit_step(Emit& e, std::size_t t) {
+    const StepIdx& s = e.steps[t];
+    const std::size_t lrun = e.lruns.run_of[t], rrun = e.rruns.run_of[t];
+    issue_loads(e.lr, e.lruns, e.lplan, lrun + 2);
+    issue_loads(e.rr, e.rruns, e.rplan, rrun + 2);
+    const std::int64_t me = extent(s.mb, t_.tm, d_.m), ke = extent(s.kc, t_.tk, d_.k), ne = extent(s.nb, t_.tn, d_.n);
+    const bool lhs_new = e.lruns.first[lrun] == t, rhs_new = e.rruns.first[rrun] == t;
+    if (lhs_new) c_.wait(e.lr.sem[lrun % 2], 1);
+    if (rhs_new) c_.wait(e.rr.sem[rrun % 2], 1);
+    // A new element tile (a fresh load, or another element's columns of
+    // a wide tile) is transposed / converted once.
+    const std::int64_t le = (s.b * e.nm + s.mb) * e.nk + s.kc, re = (s.b * e.nk + s.kc) * e.nn + s.nb;
+    if (lhs_new || le != e.lhs_elem) {
+      e.lhs_ready = prepare(sub_tile(e.lruns, e.lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+      e.lhs_elem = le;
+    }
+    if (rhs_new || re != e.rhs_elem) {
+      e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+      e.rhs_elem = re;
+    }
+    const std::vector<Item> items = block_items(me, ne, e.rot);
+    if (s.kc == 0) begin_block(e, s, me, ne);
+    emit_matmuls(e, s, items, ke);
+    if (s.kc + 1 == e.nk) {
+      finish_block(e, s, t, items, me, ne);
+    } else {
+      flush_writes(e, static_cast<std::size_t>(e.write_per_step));
+    }
+  }
+
+  // A me x ne block's MXU items: MXU-wide column slices, each cut into row
+  // parts when there are fewer slices than MXUs; dealt round robin from `rot`.
+  std::vector<Item> block_items(std::int64_t me, std::int64_t ne, std::int64_t rot) const {
+    const std::int64_t p = parts(me, ne);
+    const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), c_.min_tile_rows()));
+    const std::int64_t nsub = ceil_div(ne, C_);
+    std::vector<Item> items;
+    std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
+    for (std::int64_t ns = 0; ns < nsub; ++ns) {
+      for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
+        const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
+        Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
+                per_mxu[static_cast<std::size_t>(mx)] * part_rows};
+        ++per_mxu[static_cast<std::size_t>(mx)];
+        items.push_back(it);
+      }
+    }
+    return items;
+  }
+
+  // A new output block: its staging slot (drained), and the loads of its
+  // streamed epilogue inputs.
+  void begin_block(Emit& e, const StepIdx& s, std::int64_t me, std::int64_t ne) {
+    e.out_slot = e.out_next;
+    e.out_next ^= 1;
+    // Pieces of the block that used this slot must be issued before it is reused.
+    while (std::any_of(e.writes.begin(), e.writes.end(), [&](const Write& w) { return w.slot == e.out_slot; })) {
+      flush_writes(e, 1);
+    }
+    c_.wait(e.out_sem[e.out_slot], e.out_pending[static_cast<std::size_t>(e.out_slot)]);
+    e.out_pending[static_cast<std::size_t>(e.out_slot)] = 0;
+    e.out_buf = slot_buffer(e.out_bufs, "acc", d_.out.dtype, me, ne, e.out_slot);
+    e.epi_tiles.clear();
+    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    for (Streamed& st : e.streamed) {
+      const Array& a = *st.a;
+      std::int64_t r0 = s.b * d_.m + m0, rows = me, c0 = n0, cols = ne;
+      if (!st.out_shaped) {
+        const std::int64_t out_block = (s.b * e.nm + s.mb) * e.nn + s.nb;
+        const std::int64_t share = ceil_div(a.rows, e.out_blocks);
+        r0 = std::min(a.rows, out_block * share);
+        rows = std::min(share, a.rows - r0);
+        c0 = 0;
+        cols = a.cols;
+        if (rows <= 0) continue;
+      }
+      const std::uint32_t vb = slot_buffer(st.bufs, "epi", a.dtype, rows, cols, e.out_slot);
+      c_.dma(c_.whole(vb), c_.tile(a.buffer, r0, rows, c0, cols), e.epi_sem[e.out_slot]);
+      ++e.epi_pending[static_cast<std::size_t>(e.out_slot)];
+      if (st.out_shaped) e.epi_tiles.push_back(c_.whole(vb));
+    }
+  }
+
+  // The step's weight loads and matmuls, R rows of K at a time.
+  void emit_matmuls(const Emit& e, const StepIdx& s, const std::vector<Item>& items, std::int64_t ke) {
+    const std::int64_t ksubs = ceil_div(ke, R_);
+    for (std::int64_t ks = 0; ks < ksubs; ++ks) {
+      const std::int64_t kr = std::min(R_, ke - ks * R_);
+      for (const Item& it : items) {
+        c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(e.rhs_ready.buffer, e.rhs_ready.row + ks * R_, kr,
+                                                    e.rhs_ready.col + it.c0, it.cols)});
+        c_.emit(isa::MxuMatmul{it.mxu, c_.tile(e.lhs_ready.buffer, e.lhs_ready.row + it.r0, it.rows,
+                                               e.lhs_ready.col + ks * R_, kr),
+                               it.acc,
+                               (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
+      }
+    }
+  }
+
+  // The block's last step: pops, the VPU epilogue, and its write-back
+  // pieces queued.
+  void finish_block(Emit& e, const StepIdx& s, std::size_t t, const std::vector<Item>& items, std::int64_t me,
+                    std::int64_t ne) {
+    e.rot = (e.rot + static_cast<std::int64_t>(items.size())) % nmxu_;
+    for (const Item& it : items) {
+      c_.emit(isa::MxuPop{it.mxu, c_.tile(e.out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
+    }
+    c_.wait(e.epi_sem[e.out_slot], e.epi_pending[static_cast<std::size_t>(e.out_slot)]);
+    e.epi_pending[static_cast<std::size_t>(e.out_slot)] = 0;
+    for (int k = 0; k < d_.epilogue_vpu_ops; ++k) {
+      isa::VpuElementwise op;
+      op.op = isa::VpuOp::kAdd;
+      op.dst = c_.whole(e.out_buf);
+      op.a = c_.whole(e.out_buf);
+      // The first ops consume the streamed output-shaped inputs.
+      if (static_cast<std::size_t>(k) < e.epi_tiles.size()) {
+        op.b = e.epi_tiles[static_cast<std::size_t>(k)];
+      } else {
+        op.imm = 0;
+      }
+      c_.emit(op);
+    }
+    // The block's write-back is cut into row pieces issued over the next
+    // block's k steps, so one large write does not hold the HBM queue
+    // ahead of the next operand loads (a kernel's pipelined write-back).
+    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    const std::int64_t align = c_.row_align(d_.out.dtype);
+    const std::int64_t pieces = std::max<std::int64_t>(1, std::min(e.nk, me / std::max(align, c_.min_tile_rows())));
+    const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);
+    for (std::int64_t r = 0; r < me; r += piece_rows) {
+      const std::int64_t rows = std::min(piece_rows, me - r);
+      e.writes.push_back({c_.tile(d_.out.buffer, s.b * d_.m + m0 + r, rows, n0, ne), c_.tile(e.out_buf, r, rows, 0, ne),
+                          e.out_slot});
+    }
+    e.write_per_step = ceil_div(static_cast<std::int64_t>(e.writes.size()), e.nk);
+    if (e.nk == 1 || t + 1 == e.steps.size()) flush_writes(e, e.writes.size());
   }
 
   // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the
