@@ -522,12 +522,19 @@ class Lowerer {
     return true;
   }
 
-  Result<bool> handle_call(const Instruction& x, const Site& /*s*/) {
-    const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
-    if (callee == nullptr) return false;
+  // The computation a call or async-start runs, and its arguments.
+  static const hlo::Computation* callee(const Instruction& x) {
+    return x.called_computations().empty() ? nullptr : x.called_computations()[0];
+  }
+  std::vector<Value> operand_values(const Instruction& x) {
     std::vector<Value> ps;
     for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
-    auto r = lower_computation(*callee, ps, false);
+    return ps;
+  }
+
+  Result<bool> handle_call(const Instruction& x, const Site& /*s*/) {
+    if (callee(x) == nullptr) return false;
+    auto r = lower_computation(*callee(x), operand_values(x), false);
     if (!r.ok()) return r.errors();
     vals_[&x] = *r;
     c_.note(x, NoteKind::kLowered, "call inlined");
@@ -535,14 +542,12 @@ class Lowerer {
   }
 
   Result<bool> handle_async_start(const Instruction& x, const Site& /*s*/) {
-    const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
-    if (callee == nullptr) return false;
-    std::vector<Value> ps;
-    for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
+    if (callee(x) == nullptr) return false;
+    const std::vector<Value> ps = operand_values(x);
     // Collectives of the wrapped computation complete at the async-done.
     const Instruction* outer = async_start_;
     async_start_ = &x;
-    auto r = lower_computation(*callee, ps, false);
+    auto r = lower_computation(*callee(x), ps, false);
     async_start_ = outer;
     if (!r.ok()) return r.errors();
     async_[&x] = *r;

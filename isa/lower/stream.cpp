@@ -220,18 +220,19 @@ class Streamer {
     v.pooled = true;
     return v;
   }
+  // A result of form f: written into dst when given, else a pooled temporary.
+  Val result(Form f, isa::DType d, std::int64_t len, const isa::TileRef* dst) {
+    if (dst == nullptr) return standin(f, d, len);
+    Val v;
+    v.form = f;
+    v.dtype = d;
+    v.tile = *dst;
+    return v;
+  }
 
   Val vpu(isa::VpuOp op, Form f, isa::DType d, std::int64_t len, const Val* a, const Val* b, const Val* cc,
           const isa::TileRef* dst_override, double imm = 0) {
-    Val out;
-    out.form = f;
-    out.dtype = d;
-    if (dst_override != nullptr) {
-      out.tile = *dst_override;
-    } else {
-      out.tile = temp(f, d, len);
-      out.pooled = true;
-    }
+    const Val out = result(f, d, len, dst_override);
     isa::VpuElementwise e;
     e.op = op;
     e.dst = out.tile;
@@ -360,15 +361,7 @@ class Streamer {
   }
   Val eup(const OpArgs& a, isa::EupOp e, const Val& src, const isa::TileRef* over) {
     Val in = widen(a, src, a.f);
-    Val out;
-    out.form = a.f;
-    out.dtype = a.d;
-    if (over != nullptr) {
-      out.tile = *over;
-    } else {
-      out.tile = temp(a.f, a.d, a.len);
-      out.pooled = true;
-    }
+    const Val out = result(a.f, a.d, a.len, over);
     c_.emit(isa::EupUnary{e, out.tile, in.tile});
     if (in.tile.buffer != src.tile.buffer) release(in);
     return out;
@@ -446,15 +439,7 @@ class Streamer {
   std::vector<Val> handle_transpose(const OpArgs& a, const Rule& /*r*/) {
     const Val& in = *a.ops[0];
     if (in.form != Form::kFull) return {in};
-    Val out;
-    out.form = Form::kFull;
-    out.dtype = a.d;
-    if (a.dst != nullptr) {
-      out.tile = *a.dst;
-    } else {
-      out.tile = temp(Form::kFull, a.d, a.len);
-      out.pooled = true;
-    }
+    const Val out = result(Form::kFull, a.d, a.len, a.dst);
     // A transpose that moves the minor dimension is a lane shuffle.
     c_.emit(isa::XluPermute{out.tile, in.tile, 0});
     return {out};
@@ -487,20 +472,12 @@ class Streamer {
       Val cur = *ops[i];
       const isa::DType vd = cur.dtype;
       if (last && (cur.form == Form::kFull || cur.form == Form::kRow)) {
-        Val r;
-        r.form = cur.form == Form::kFull ? Form::kCol : Form::kScalar;
-        r.dtype = vd;
-        r.tile = temp(r.form, vd, len);
-        r.pooled = true;
+        const Val r = standin(cur.form == Form::kFull ? Form::kCol : Form::kScalar, vd, len);
         c_.emit(isa::XluReduce{reduce_op(x), r.tile, cur.tile});
         cur = r;
       }
       if (others && (cur.form == Form::kFull || cur.form == Form::kCol)) {
-        Val r;
-        r.form = cur.form == Form::kFull ? Form::kRow : Form::kScalar;
-        r.dtype = vd;
-        r.tile = temp(r.form, vd, len);
-        r.pooled = true;
+        const Val r = standin(cur.form == Form::kFull ? Form::kRow : Form::kScalar, vd, len);
         c_.emit(isa::VpuReduce{reduce_op(x), r.tile, cur.tile});
         if (cur.pooled && cur.tile.buffer != ops[i]->tile.buffer) release(cur);
         cur = r;
