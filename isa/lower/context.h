@@ -85,6 +85,9 @@ class Ctx {
   // Bytes of a VMEM buffer as the verifier counts it (padded to the tiling).
   [[nodiscard]] std::int64_t vmem_footprint(isa::DType d, std::int64_t rows, std::int64_t cols) const;
   [[nodiscard]] std::int64_t row_align(isa::DType d) const;  // sublane tiling rows
+  // The sublane tiling of every dtype down to 4 bits (sublanes x 32/4: 64
+  // rows on every preset): the smallest row tile of dots and stream chunks.
+  [[nodiscard]] std::int64_t min_tile_rows() const { return row_align(isa::DType::kInt4); }
   [[nodiscard]] std::int64_t lanes() const;
   isa::TileRef tile(std::uint32_t buffer, std::int64_t row, std::int64_t rows, std::int64_t col,
                     std::int64_t cols) const;

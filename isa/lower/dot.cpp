@@ -9,6 +9,7 @@
 #include <string>
 
 #include "isa/lower/context.h"
+#include "isa/lower/dot_cost.h"
 
 #include "common/units.h"
 
@@ -16,15 +17,10 @@ namespace tpusim::lower {
 namespace {
 
 
-struct Tiling {
-  std::int64_t tm = 0, tn = 0, tk = 0;
+// The chosen tiling with its estimate (dot_cost).
+struct Tiling : DotTiling {
   double time_s = 0;
   double hbm_bytes = 0;
-  // Wide loads: one DMA of whole view rows brings the tiles of all the batch
-  // elements side by side (DotSpec::lhs_side / rhs_side); the MXU reads each
-  // element's columns from VMEM. The output blocks then run with those
-  // elements innermost, so consecutive blocks share the wide tile.
-  bool lw = false, rw = false;
 };
 
 std::vector<std::int64_t> candidates(std::int64_t full, std::int64_t base) {
@@ -40,8 +36,8 @@ class DotLowering {
     nmxu_ = std::max<std::int64_t>(1, mxu.count);
     R_ = std::max<std::int64_t>(1, mxu.rows);
     C_ = std::max<std::int64_t>(1, mxu.cols);
-    lhs_dt_ = mxu_dtype(d.lhs.dtype);
-    rhs_dt_ = mxu_dtype(d.rhs.dtype);
+    lhs_dt_ = mxu_stream_dtype(mxu, d.lhs.dtype);
+    rhs_dt_ = mxu_stream_dtype(mxu, d.rhs.dtype);
     cores_ = std::max(1, c.opt.cores);
     split_ = cores_ > 1;
   }
@@ -62,7 +58,7 @@ class DotLowering {
       single.t_ = single.choose();
       const double per = static_cast<double>(ceil_div(one.m, single.t_.tm) * ceil_div(one.n, single.t_.tn) *
                                              ceil_div(one.k, single.t_.tk));
-      if (per * static_cast<double>(d_.batch) > 4096) {
+      if (per * static_cast<double>(d_.batch) > static_cast<double>(c_.opt.dot_repeat_min_steps)) {
         const auto [first, last] = split_ ? c_.core_share(d_.batch) : std::pair<std::int64_t, std::int64_t>{0, d_.batch};
         if (last <= first) return;  // more cores than batch elements: nothing for this one
         c_.emit(isa::Repeat{last - first});
@@ -82,17 +78,9 @@ class DotLowering {
   }
 
  private:
-  // The dtype the MXU streams: the operand's own when the MXU supports it,
-  // else bf16 after a VPU convert in VMEM.
-  isa::DType mxu_dtype(isa::DType d) const {
-    return isa::mxu_rate(c_.chip.core.mxu.rate, d) > 0 ? d : isa::DType::kBf16;
-  }
-
-  // Part rows when M is split across MXUs (N too narrow to feed them all).
+  // Row parts of a block (N too narrow to feed all the MXUs).
   std::int64_t parts(std::int64_t tm, std::int64_t tn) const {
-    const std::int64_t ns = ceil_div(tn, C_);
-    if (ns >= nmxu_) return 1;
-    return std::max<std::int64_t>(1, std::min(nmxu_ / ns, ceil_div(tm, 64)));
+    return mxu_row_parts(c_.chip.core.mxu, tm, tn, c_.min_tile_rows());
   }
 
   // Whether an operand can be loaded wide: elements side by side, each
@@ -111,136 +99,72 @@ class DotLowering {
     return y % lanes == 0 && (chunk % lanes == 0 || chunk == y);
   }
 
+  // Every candidate tiling that fits the VMEM budget, costed by dot_cost
+  // (the simulator's timing functions); the cheapest wins.
   Tiling choose() const {
-    const double bl = isa::dtype_bytes(d_.lhs.dtype, 1024) / 1024.0;
-    const double br = isa::dtype_bytes(d_.rhs.dtype, 1024) / 1024.0;
-    const double bo = isa::dtype_bytes(d_.out.dtype, 1024) / 1024.0;
-    const double clock = std::max(1.0, c_.chip.clock);
-    const double bw = std::max(1.0, c_.chip.hbm.bandwidth * std::max(0.01, c_.chip.hbm.efficiency));
-    const double rate = std::max(1e-9, isa::mxu_rate(c_.chip.core.mxu.rate, lhs_dt_));
-    const double load = static_cast<double>(R_) / std::max<std::int64_t>(1, c_.chip.core.mxu.weight_load_rows_per_cycle);
     const std::int64_t budget = c_.vmem_budget();
-    const double lat = std::max(0.0, c_.chip.hbm.latency);
+    DotCostInputs in;
+    in.chip = &c_.chip;
+    in.cores = cores_;
+    in.split = split_;
+    in.min_tile_rows = c_.min_tile_rows();
+    in.instruction_scale = static_cast<double>(c_.opt.max_instructions);
     Tiling best;
     best.time_s = std::numeric_limits<double>::infinity();
-    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
+    const std::int64_t M = d_.m, N = d_.n, K = d_.k;
     const auto& o = c_.opt;
-    for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, 64)) {
+    for (const std::int64_t tm : o.dot_tile_m > 0 ? std::vector<std::int64_t>{std::min(M, o.dot_tile_m)} : candidates(M, c_.min_tile_rows())) {
       for (const std::int64_t tn : o.dot_tile_n > 0 ? std::vector<std::int64_t>{std::min(N, o.dot_tile_n)} : candidates(N, C_)) {
         for (const std::int64_t tk : o.dot_tile_k > 0 ? std::vector<std::int64_t>{std::min(K, o.dot_tile_k)} : candidates(K, R_)) {
-          const std::int64_t nm = ceil_div(M, tm), nn = ceil_div(N, tn), nk = ceil_div(K, tk);
+          const std::int64_t nk = ceil_div(K, tk);
           for (const bool lw : {false, true}) {
             if (lw && !wide_ok(true, tm, tk, nk)) continue;
             for (const bool rw : {false, true}) {
               if (rw && !wide_ok(false, tn, tk, nk)) continue;
               if (lw && rw && d_.lhs_side != d_.rhs_side) continue;
-              const bool inner = lw || rw;  // blocks with the side-by-side elements innermost
-              // Raw tiles as loaded (rows x cols of the operand's view), plus
-              // the transposed copy the MXU reads.
-              const std::int64_t lr = d_.lhs_transposed ? (lw ? K : tk) : tm;
-              const std::int64_t lc = lw ? d_.lhs_side * (d_.lhs_transposed ? M : K) : (d_.lhs_transposed ? tm : tk);
-              const std::int64_t rr = d_.rhs_transposed ? tn : (rw ? K : tk);
-              const std::int64_t rc = rw ? d_.rhs_side * (d_.rhs_transposed ? K : N) : (d_.rhs_transposed ? tk : tn);
-              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, lr, lc) +
+              const DotTiling t{tm, tn, tk, lw, rw};
+              // Two slots of each operand tile, the transposed copy the MXU
+              // reads, and the output staging.
+              const LoadedTiles raw = loaded_tiles(d_, t);
+              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, raw.lhs_rows, raw.lhs_cols) +
                                           (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
-              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, rr, rc) +
+              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, raw.rhs_rows, raw.rhs_cols) +
                                           (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
               const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
               if (vm > budget) continue;
-              // Times each operand byte is read (output-stationary over k):
-              // a tile is reloaded whenever the next step needs another one.
-              const double lhs_f = lw ? 1.0 : static_cast<double>((inner || nk > 1) ? nn : 1);
-              const double rhs_f = rw ? static_cast<double>(d_.rhs_transposed && nn > 1 ? nm : 1)
-                                      : static_cast<double>((inner || nn > 1 || nk > 1) ? nm : 1);
-              const double lhs_b = static_cast<double>(B * M * K) * bl * lhs_f;
-              const double rhs_b = static_cast<double>(B * K * N) * br * rhs_f;
-              const double out_b = static_cast<double>(B * M * N) * bo;
-              const double bytes = lhs_b + rhs_b + out_b;
-              const std::int64_t p = parts(tm, tn);
-              const std::int64_t items = ceil_div(tn, C_) * p;
-              const std::int64_t per_mxu = ceil_div(items, nmxu_);
-              const double part_rows = static_cast<double>(ceil_div(tm, p));
-              // Blocks turn round robin over the MXUs: with many blocks each
-              // MXU takes items / MXUs of every block's work on average.
-              const std::int64_t nblocks = B * nm * nn;
-              const double per_mxu_avg = nblocks * items >= nmxu_ ? static_cast<double>(items) / static_cast<double>(nmxu_)
-                                                                  : static_cast<double>(per_mxu);
-              const double step_mxu = static_cast<double>(ceil_div(tk, R_)) * per_mxu_avg *
-                                      std::max(part_rows / rate, load) / clock;
-              // Megacore: this core computes its share of the output blocks
-              // while the other cores stream theirs through the same HBM.
-              const std::int64_t blocks = B * nm * nn;
-              const std::int64_t my_blocks = split_ ? ceil_div(blocks, cores_) : blocks;
-              const double share = static_cast<double>(my_blocks) / static_cast<double>(blocks);
-              const double steps = static_cast<double>(my_blocks * nk);
-              const double pops = static_cast<double>(my_blocks * per_mxu) * part_rows / 8.0 *
-                                  static_cast<double>(ceil_div(std::min(tn, C_), 128)) / clock;
-              // HBM time of the strided tiles: short contiguous runs (a tile
-              // row) waste bursts and channel parallelism. Runs of whole view
-              // rows are dense. Rows whose pitch is a multiple of
-              // granularity x channels all start on the same channel, so a
-              // run of b bursts uses b of the channels (sim/timing/hbm_timing.h:
-              // bursts interleave over the channels by address); otherwise,
-              // below ~1 KiB per row the effective bandwidth falls about
-              // linearly (measured on the simulator's HBM model,
-              // docs/lowering.md). A wide tile is whole view rows.
-              const auto eff = [&](double run_bytes, double pitch_bytes) {
-                if (run_bytes >= pitch_bytes) return 1.0;
-                const double g = std::max(1.0, c_.chip.hbm.access_granularity);
-                const double ch = static_cast<double>(std::max<std::int64_t>(1, c_.chip.hbm.channels));
-                if (std::fmod(pitch_bytes, g * ch) == 0) return std::clamp(std::ceil(run_bytes / g) / ch, 0.02, 1.0);
-                return std::clamp(run_bytes / 1024.0, 0.05, 1.0);
-              };
-              const double dense = 1e30;
-              const double pitch_l = static_cast<double>(d_.lhs.cols) * bl, pitch_r = static_cast<double>(d_.rhs.cols) * br;
-              const double pitch_o = static_cast<double>(d_.out.cols) * bo;
-              const double run_l = lw ? dense : static_cast<double>(d_.lhs_transposed ? tm : tk) * bl;
-              const double run_r = rw ? dense : static_cast<double>(d_.rhs_transposed ? tk : tn) * br;
-              const double run_o = static_cast<double>(tn) * bo;
-              const double dma_s =
-                  (lhs_b / (bw * eff(run_l, pitch_l)) + rhs_b / (bw * eff(run_r, pitch_r)) + out_b / (bw * eff(run_o, pitch_o))) * share *
-                  static_cast<double>(cores_);
-              const double step_dma = dma_s / steps + lat;
-              const double core_bw = bw / static_cast<double>(cores_);
-              const double first =
-                  (static_cast<double>(lr * lc) * bl + static_cast<double>(rr * rc) * br) / core_bw + lat;
-              const double last =
-                  static_cast<double>(tm * tn) * bo / core_bw + static_cast<double>(tm + R_ + C_) / clock + lat;
-              const double issue = static_cast<double>(ceil_div(tk, R_) * items * 2 + 6) / clock;
-              // Program size matters too (the issue asks for programs of at
-              // most a few million instructions): a mild penalty per instruction.
-              const double instrs = steps * static_cast<double>(ceil_div(tk, R_) * items * 2 + 6);
-              const double time = (steps * std::max({step_mxu, step_dma, issue}) + pops + first + last) *
-                                  (1.0 + instrs / 4e6);
-              if (time < best.time_s * (1 - 1e-9)) {
-                best = Tiling{tm, tn, tk, time, bytes, lw, rw};
-              }
+              const DotCost cost = dot_cost(in, d_, t);
+              if (cost.time_s < best.time_s * (1 - 1e-9)) best = Tiling{t, cost.time_s, cost.hbm_bytes};
             }
           }
         }
       }
     }
     if (!std::isfinite(best.time_s)) {  // nothing fits the budget: smallest tiles
-      best = Tiling{std::min<std::int64_t>(M, 64), std::min(N, C_), std::min(K, R_), 0, 0};
+      best = Tiling{{std::min(M, c_.min_tile_rows()), std::min(N, C_), std::min(K, R_), false, false}, 0, 0};
     }
     return best;
   }
 
+  // Two VMEM buffers (`base.0`, `base.1`) per tile shape, allocated on first use.
+  using SlotPairs = std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>>;
+  std::uint32_t slot_buffer(SlotPairs& pairs, const std::string& base, isa::DType d, std::int64_t rows,
+                            std::int64_t cols, int slot) {
+    auto it = pairs.find({rows, cols});
+    if (it == pairs.end()) {
+      std::array<std::uint32_t, 2> b{c_.vmem(base + ".0", d, rows, cols), c_.vmem(base + ".1", d, rows, cols)};
+      it = pairs.emplace(std::pair{rows, cols}, b).first;
+    }
+    return it->second[static_cast<std::size_t>(slot)];
+  }
   // A two-slot ring of VMEM buffers per tile shape for one operand.
   struct Ring {
     std::string name;
     isa::DType dtype;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
+    SlotPairs bufs;
     isa::SemRef sem[2];
   };
   std::uint32_t ring_buffer(Ring& r, std::int64_t rows, std::int64_t cols, int slot) {
-    auto it = r.bufs.find({rows, cols});
-    if (it == r.bufs.end()) {
-      std::array<std::uint32_t, 2> b{c_.vmem(r.name + ".0", r.dtype, rows, cols),
-                                     c_.vmem(r.name + ".1", r.dtype, rows, cols)};
-      it = r.bufs.emplace(std::pair{rows, cols}, b).first;
-    }
-    return it->second[static_cast<std::size_t>(slot)];
+    return slot_buffer(r.bufs, r.name, r.dtype, rows, cols, slot);
   }
   // A single scratch buffer per shape (transposed / converted operands).
   std::uint32_t scratch(const std::string& name, isa::DType d, std::int64_t rows, std::int64_t cols) {
@@ -270,19 +194,117 @@ class DotLowering {
     return {r, c};
   }
 
+  // ---- emission, in named steps (emit() runs them) ----
+
+  // One operand's tile of a step: the HBM tile to load (identified by
+  // `key`) and where the step's element tile sits in the loaded buffer.
+  // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
+  // `at` in the view. Wide: whole view rows, the element's columns picked
+  // in VMEM.
+  struct Plan {
+    std::int64_t key = 0;
+    isa::TileRef src;
+    bool wide = false;
+    std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
+  };
+  // Runs of consecutive steps that share a tile: one load each, into the
+  // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
+  // held run r-1, which is done), so a tile shared by many steps (a wide
+  // one) is fetched behind all of them, not one step ahead.
+  struct Runs {
+    std::vector<std::size_t> run_of, first;
+    std::vector<std::uint32_t> buf;
+    std::size_t issued = 0;
+  };
+  // An epilogue input too large to stay resident: streamed per output block.
+  struct Streamed {
+    const Array* a;
+    bool out_shaped;
+    SlotPairs bufs;
+  };
+  // An output write-back piece not yet issued (dst in HBM, src staging tile, slot).
+  struct Write {
+    isa::TileRef dst, src;
+    int slot;
+  };
+  // One MXU item of a block: rows r0.. of the lhs tile times an MXU-wide
+  // column slice c0.., on MXU `mxu`, accumulating at row `acc`.
+  struct Item {
+    std::int64_t r0, rows, c0, cols, mxu, acc;
+  };
+  // Everything the steps of one dot's program share.
+  struct Emit {
+    std::int64_t nm = 0, nn = 0, nk = 0, side = 1, out_blocks = 0;
+    std::vector<StepIdx> steps;
+    Ring lr, rr;
+    isa::SemRef out_sem[2], res, epi_sem[2];
+    std::array<std::int64_t, 2> out_pending{0, 0}, epi_pending{0, 0};
+    int out_next = 0;
+    SlotPairs out_bufs;
+    std::int64_t res_count = 0;
+    std::vector<Streamed> streamed;
+    std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
+    std::vector<Plan> lplan, rplan;
+    Runs lruns, rruns;
+    std::deque<Write> writes;
+    std::int64_t write_per_step = 1;
+    isa::TileRef lhs_ready, rhs_ready;          // tiles the MXU reads (after transpose/convert)
+    std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
+    std::uint32_t out_buf = 0;
+    int out_slot = 0;
+    // The MXU of a block's first item turns round robin from block to block,
+    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
+    // of them in turn instead of all on MXU 0.
+    std::int64_t rot = 0;
+  };
+
+  static std::int64_t extent(std::int64_t idx, std::int64_t t, std::int64_t full) {
+    return std::min(t, full - idx * t);
+  }
+
   void emit() {
-    const std::int64_t B = d_.batch, M = d_.m, N = d_.n, K = d_.k;
-    const std::int64_t nm = ceil_div(M, t_.tm), nn = ceil_div(N, t_.tn), nk = ceil_div(K, t_.tk);
+    const std::int64_t B = d_.batch;
+    Emit e;
+    e.nm = ceil_div(d_.m, t_.tm);
+    e.nn = ceil_div(d_.n, t_.tn);
+    e.nk = ceil_div(d_.k, t_.tk);
     // Megacore: this core's contiguous share of the output blocks (in
     // b, mb, nb order, so a core keeps the lhs reuse across nb; with wide
     // loads g, mb, nb, j for batch element b = g·S + j, so consecutive
     // blocks share the wide tile).
     const auto [first_block, last_block] =
-        split_ ? c_.core_share(B * nm * nn) : std::pair<std::int64_t, std::int64_t>{0, B * nm * nn};
+        split_ ? c_.core_share(B * e.nm * e.nn) : std::pair<std::int64_t, std::int64_t>{0, B * e.nm * e.nn};
     if (last_block <= first_block) return;  // more cores than output blocks: nothing for this one
-    const std::int64_t side = t_.lw ? d_.lhs_side : t_.rw ? d_.rhs_side : 1;
-    std::vector<StepIdx> steps;
-    steps.reserve(static_cast<std::size_t>((last_block - first_block) * nk));
+    e.side = t_.lw ? d_.lhs_side : t_.rw ? d_.rhs_side : 1;
+    order_steps(e, first_block, last_block);
+    e.lr = Ring{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
+    e.rr = Ring{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
+    e.out_sem[0] = c_.sem("out0");
+    e.out_sem[1] = c_.sem("out1");
+    e.res = c_.sem("res");
+    load_epilogue_inputs(e);
+    e.epi_sem[0] = c_.sem("epi0");
+    e.epi_sem[1] = c_.sem("epi1");
+    e.out_blocks = B * e.nm * e.nn;
+    plan_operand_tiles(e);
+    e.lruns = runs_of(e.lplan);
+    e.rruns = runs_of(e.rplan);
+    issue_loads(e.lr, e.lruns, e.lplan, 1);
+    issue_loads(e.rr, e.rruns, e.rplan, 1);
+    c_.wait(e.res, e.res_count);
+    for (std::size_t t = 0; t < e.steps.size(); ++t) {
+      emit_step(e, t);
+      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+    }
+    flush_writes(e, e.writes.size());
+    c_.wait(e.out_sem[e.out_next], e.out_pending[static_cast<std::size_t>(e.out_next)]);
+    c_.wait(e.out_sem[e.out_next ^ 1], e.out_pending[static_cast<std::size_t>(e.out_next ^ 1)]);
+  }
+
+  // The k steps of this core's output blocks, in block order.
+  void order_steps(Emit& e, std::int64_t first_block, std::int64_t last_block) const {
+    const std::int64_t nm = e.nm, nn = e.nn, side = e.side;
+    e.steps.reserve(static_cast<std::size_t>((last_block - first_block) * e.nk));
     for (std::int64_t ob = first_block; ob < last_block; ++ob) {
       std::int64_t b = 0, mb = 0, nb = 0;
       if (side > 1) {
@@ -295,57 +317,30 @@ class DotLowering {
         mb = ob / nn % nm;
         nb = ob % nn;
       }
-      for (std::int64_t kc = 0; kc < nk; ++kc) steps.push_back({b, mb, nb, kc});
+      for (std::int64_t kc = 0; kc < e.nk; ++kc) e.steps.push_back({b, mb, nb, kc});
     }
+  }
 
-    Ring lr{"lhs", d_.lhs.dtype, {}, {c_.sem("lhs0"), c_.sem("lhs1")}};
-    Ring rr{"rhs", d_.rhs.dtype, {}, {c_.sem("rhs0"), c_.sem("rhs1")}};
-    const isa::SemRef out_sem[2] = {c_.sem("out0"), c_.sem("out1")};
-    const isa::SemRef res = c_.sem("res");
-    std::array<std::int64_t, 2> out_pending{0, 0};
-    int out_next = 0;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> out_bufs;
-
-    // Small epilogue inputs stay resident. Large ones (a residual of the
-    // output's shape, say) are streamed: each output block reads its tile of
-    // an output-shaped input, or an equal share of the rows of any other,
-    // double-buffered with the output staging and waited on before the
-    // epilogue (so every epilogue input is read from HBM exactly once).
-    std::int64_t res_count = 0;
-    struct Streamed {
-      const Array* a;
-      bool out_shaped;
-      std::map<std::pair<std::int64_t, std::int64_t>, std::array<std::uint32_t, 2>> bufs;
-    };
-    std::vector<Streamed> streamed;
+  // Small epilogue inputs stay resident. Large ones (a residual of the
+  // output's shape, say) are streamed: each output block reads its tile of
+  // an output-shaped input, or an equal share of the rows of any other,
+  // double-buffered with the output staging and waited on before the
+  // epilogue (so every epilogue input is read from HBM exactly once).
+  void load_epilogue_inputs(Emit& e) {
     for (const Array& a : d_.epilogue_inputs) {
-      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / 8) {
-        streamed.push_back({&a, a.rows == d_.out.rows && a.cols == d_.out.cols, {}});
+      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) > c_.vmem_budget() / c_.opt.resident_budget_share) {
+        e.streamed.push_back({&a, a.rows == d_.out.rows && a.cols == d_.out.cols, {}});
         continue;
       }
       const std::uint32_t vb = c_.vmem("epi", a.dtype, a.rows, a.cols);
-      c_.dma(c_.whole(vb), c_.whole(a.buffer), res);
-      ++res_count;
+      c_.dma(c_.whole(vb), c_.whole(a.buffer), e.res);
+      ++e.res_count;
     }
-    const isa::SemRef epi_sem[2] = {c_.sem("epi0"), c_.sem("epi1")};
-    std::array<std::int64_t, 2> epi_pending{0, 0};
-    std::vector<isa::TileRef> epi_tiles;  // this block's streamed output-shaped tiles
-    const std::int64_t out_blocks = static_cast<std::int64_t>(B) * nm * nn;
+  }
 
-    const auto extent = [](std::int64_t idx, std::int64_t t, std::int64_t full) {
-      return std::min(t, full - idx * t);
-    };
-    // One operand's tile of a step: the HBM tile to load (identified by
-    // `key`) and where the step's element tile sits in the loaded buffer.
-    // Per element: rows x0.. (xe rows), cols y0.. (ye cols) of the element at
-    // `at` in the view. Wide: whole view rows, the element's columns picked
-    // in VMEM.
-    struct Plan {
-      std::int64_t key = 0;
-      isa::TileRef src;
-      bool wide = false;
-      std::int64_t sub_rows = 0, sub_col = 0, sub_cols = 0;
-    };
+  // Each step's lhs and rhs tiles.
+  void plan_operand_tiles(Emit& e) const {
+    const std::int64_t M = d_.m, N = d_.n, K = d_.k, nm = e.nm, nn = e.nn, nk = e.nk;
     const auto plan = [&](const Array& a, bool wide, std::int64_t key, std::pair<std::int64_t, std::int64_t> at,
                           std::int64_t x0, std::int64_t xe, std::int64_t y0, std::int64_t ye) {
       Plan p;
@@ -357,13 +352,12 @@ class DotLowering {
       p.sub_cols = ye;
       return p;
     };
-    std::vector<Plan> lplan, rplan;
-    lplan.reserve(steps.size());
-    rplan.reserve(steps.size());
-    for (const StepIdx& s : steps) {
+    e.lplan.reserve(e.steps.size());
+    e.rplan.reserve(e.steps.size());
+    for (const StepIdx& s : e.steps) {
       const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      const std::int64_t g = s.b / side;
+      const std::int64_t g = s.b / e.side;
       // Tile identities: per element, or per wide tile (which spans every
       // element of group g and every column of the view).
       const std::int64_t lkey = !t_.lw ? (s.b * nm + s.mb) * nk + s.kc : d_.lhs_transposed ? g : g * nm + s.mb;
@@ -371,206 +365,188 @@ class DotLowering {
       // lhs canonical [M, K] per element, transposed [K, M]; rhs canonical
       // [K, N], transposed [N, K].
       const auto lat = origin(d_.lhs_batch, s.b, d_.lhs_transposed ? K : M);
-      lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
-                                        : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
+      e.lplan.push_back(d_.lhs_transposed ? plan(d_.lhs, t_.lw, lkey, lat, k0, ke, m0, me)
+                                          : plan(d_.lhs, t_.lw, lkey, lat, m0, me, k0, ke));
       const auto rat = origin(d_.rhs_batch, s.b, d_.rhs_transposed ? N : K);
-      rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
-                                        : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
+      e.rplan.push_back(d_.rhs_transposed ? plan(d_.rhs, t_.rw, rkey, rat, n0, ne, k0, ke)
+                                          : plan(d_.rhs, t_.rw, rkey, rat, k0, ke, n0, ne));
     }
-    // Runs of consecutive steps that share a tile: one load each, into the
-    // ring slots in turn. Run r+1 is loaded as soon as run r starts (its slot
-    // held run r-1, which is done), so a tile shared by many steps (a wide
-    // one) is fetched behind all of them, not one step ahead.
-    struct Runs {
-      std::vector<std::size_t> run_of, first;
-      std::vector<std::uint32_t> buf;
-      std::size_t issued = 0;
-    };
-    const auto runs_of = [](const std::vector<Plan>& p) {
-      Runs r;
-      for (std::size_t t = 0; t < p.size(); ++t) {
-        if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
-        r.run_of.push_back(r.first.size() - 1);
-      }
-      r.buf.assign(r.first.size(), 0);
-      return r;
-    };
-    Runs lruns = runs_of(lplan), rruns = runs_of(rplan);
-    const auto issue_until = [&](Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
-      for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
-        const std::size_t r = runs.issued;
-        const int slot = static_cast<int>(r % 2);
-        const isa::TileRef& src = p[runs.first[r]].src;
-        runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
-        c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
-      }
-    };
-    // The element tile of step t in its loaded buffer (stored orientation).
-    const auto sub_tile = [&](const Runs& runs, const std::vector<Plan>& p, std::size_t t) {
-      const std::uint32_t buf = runs.buf[runs.run_of[t]];
-      return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
-    };
+  }
 
-    // Output write-back pieces not yet issued (dst in HBM, src staging tile, slot).
-    struct Write {
-      isa::TileRef dst, src;
-      int slot;
-    };
-    std::deque<Write> writes;
-    std::int64_t write_per_step = 1;
-    const auto flush_writes = [&](std::size_t n) {
-      for (std::size_t i = 0; i < n && !writes.empty(); ++i) {
-        const Write w = writes.front();
-        writes.pop_front();
-        c_.dma(w.dst, w.src, out_sem[w.slot]);
-        ++out_pending[static_cast<std::size_t>(w.slot)];
-      }
-    };
-    issue_until(lr, lruns, lplan, 1);
-    issue_until(rr, rruns, rplan, 1);
-    c_.wait(res, res_count);
-    isa::TileRef lhs_ready, rhs_ready;  // tiles the MXU reads (after transpose/convert)
-    std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
-    std::uint32_t out_buf = 0;
-    int out_slot = 0;
-    // The MXU of a block's first item turns round robin from block to block,
-    // so blocks narrower than the MXUs (one 128-column slice, say) run on all
-    // of them in turn instead of all on MXU 0.
-    std::int64_t rot = 0;
-    for (std::size_t t = 0; t < steps.size(); ++t) {
-      const StepIdx& s = steps[t];
-      const std::size_t lrun = lruns.run_of[t], rrun = rruns.run_of[t];
-      issue_until(lr, lruns, lplan, lrun + 2);
-      issue_until(rr, rruns, rplan, rrun + 2);
-      const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
-      const bool lhs_new = lruns.first[lrun] == t, rhs_new = rruns.first[rrun] == t;
-      if (lhs_new) c_.wait(lr.sem[lrun % 2], 1);
-      if (rhs_new) c_.wait(rr.sem[rrun % 2], 1);
-      // A new element tile (a fresh load, or another element's columns of
-      // a wide tile) is transposed / converted once.
-      const std::int64_t le = (s.b * nm + s.mb) * nk + s.kc, re = (s.b * nk + s.kc) * nn + s.nb;
-      if (lhs_new || le != lhs_elem) {
-        lhs_ready = prepare(sub_tile(lruns, lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
-        lhs_elem = le;
-      }
-      if (rhs_new || re != rhs_elem) {
-        rhs_ready = prepare(sub_tile(rruns, rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
-        rhs_elem = re;
-      }
-      const std::int64_t p = parts(me, ne);
-      const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), 64));
-      const std::int64_t nsub = ceil_div(ne, C_);
-      struct Item {
-        std::int64_t r0, rows, c0, cols, mxu, acc;
-      };
-      std::vector<Item> items;
-      std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
-      for (std::int64_t ns = 0; ns < nsub; ++ns) {
-        for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
-          const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
-          Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
-                  per_mxu[static_cast<std::size_t>(mx)] * part_rows};
-          ++per_mxu[static_cast<std::size_t>(mx)];
-          items.push_back(it);
-        }
-      }
-      if (s.kc == 0) {
-        // A new output block: its staging slot must have drained.
-        out_slot = out_next;
-        out_next ^= 1;
-        // Pieces of the block that used this slot must be issued before it is reused.
-        while (std::any_of(writes.begin(), writes.end(), [&](const Write& w) { return w.slot == out_slot; })) {
-          flush_writes(1);
-        }
-        c_.wait(out_sem[out_slot], out_pending[static_cast<std::size_t>(out_slot)]);
-        out_pending[static_cast<std::size_t>(out_slot)] = 0;
-        auto it = out_bufs.find({me, ne});
-        if (it == out_bufs.end()) {
-          it = out_bufs.emplace(std::pair{me, ne}, std::array<std::uint32_t, 2>{c_.vmem("acc.0", d_.out.dtype, me, ne),
-                                                                              c_.vmem("acc.1", d_.out.dtype, me, ne)})
-                   .first;
-        }
-        out_buf = it->second[static_cast<std::size_t>(out_slot)];
-        epi_tiles.clear();
-        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
-        for (Streamed& e : streamed) {
-          const Array& a = *e.a;
-          std::int64_t r0 = s.b * M + m0, rows = me, c0 = n0, cols = ne;
-          if (!e.out_shaped) {
-            const std::int64_t out_block = (s.b * nm + s.mb) * nn + s.nb;
-            const std::int64_t share = ceil_div(a.rows, out_blocks);
-            r0 = std::min(a.rows, out_block * share);
-            rows = std::min(share, a.rows - r0);
-            c0 = 0;
-            cols = a.cols;
-            if (rows <= 0) continue;
-          }
-          auto bt = e.bufs.find({rows, cols});
-          if (bt == e.bufs.end()) {
-            bt = e.bufs.emplace(std::pair{rows, cols}, std::array<std::uint32_t, 2>{c_.vmem("epi.0", a.dtype, rows, cols),
-                                                                                   c_.vmem("epi.1", a.dtype, rows, cols)})
-                     .first;
-          }
-          const std::uint32_t vb = bt->second[static_cast<std::size_t>(out_slot)];
-          c_.dma(c_.whole(vb), c_.tile(a.buffer, r0, rows, c0, cols), epi_sem[out_slot]);
-          ++epi_pending[static_cast<std::size_t>(out_slot)];
-          if (e.out_shaped) epi_tiles.push_back(c_.whole(vb));
-        }
-      }
-      const std::int64_t ksubs = ceil_div(ke, R_);
-      for (std::int64_t ks = 0; ks < ksubs; ++ks) {
-        const std::int64_t kr = std::min(R_, ke - ks * R_);
-        for (const Item& it : items) {
-          c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(rhs_ready.buffer, rhs_ready.row + ks * R_, kr,
-                                                      rhs_ready.col + it.c0, it.cols)});
-          c_.emit(isa::MxuMatmul{it.mxu, c_.tile(lhs_ready.buffer, lhs_ready.row + it.r0, it.rows,
-                                                 lhs_ready.col + ks * R_, kr),
-                                 it.acc,
-                                 (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
-        }
-      }
-      if (s.kc + 1 == nk) {
-        rot = (rot + static_cast<std::int64_t>(items.size())) % nmxu_;
-        for (const Item& it : items) {
-          c_.emit(isa::MxuPop{it.mxu, c_.tile(out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
-        }
-        c_.wait(epi_sem[out_slot], epi_pending[static_cast<std::size_t>(out_slot)]);
-        epi_pending[static_cast<std::size_t>(out_slot)] = 0;
-        for (int e = 0; e < d_.epilogue_vpu_ops; ++e) {
-          isa::VpuElementwise op;
-          op.op = isa::VpuOp::kAdd;
-          op.dst = c_.whole(out_buf);
-          op.a = c_.whole(out_buf);
-          // The first ops consume the streamed output-shaped inputs.
-          if (static_cast<std::size_t>(e) < epi_tiles.size()) {
-            op.b = epi_tiles[static_cast<std::size_t>(e)];
-          } else {
-            op.imm = 0;
-          }
-          c_.emit(op);
-        }
-        // The block's write-back is cut into row pieces issued over the next
-        // block's k steps, so one large write does not hold the HBM queue
-        // ahead of the next operand loads (a kernel's pipelined write-back).
-        const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
-        const std::int64_t align = c_.row_align(d_.out.dtype);
-        const std::int64_t pieces = std::max<std::int64_t>(1, std::min(nk, me / std::max<std::int64_t>(align, 64)));
-        const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);
-        for (std::int64_t r = 0; r < me; r += piece_rows) {
-          const std::int64_t rows = std::min(piece_rows, me - r);
-          writes.push_back({c_.tile(d_.out.buffer, s.b * M + m0 + r, rows, n0, ne), c_.tile(out_buf, r, rows, 0, ne),
-                            out_slot});
-        }
-        write_per_step = ceil_div(static_cast<std::int64_t>(writes.size()), nk);
-        if (nk == 1 || t + 1 == steps.size()) flush_writes(writes.size());
-      } else {
-        flush_writes(static_cast<std::size_t>(write_per_step));
-      }
-      if (c_.prog.code.size() > c_.opt.max_instructions) return;
+  static Runs runs_of(const std::vector<Plan>& p) {
+    Runs r;
+    for (std::size_t t = 0; t < p.size(); ++t) {
+      if (t == 0 || p[t].key != p[t - 1].key) r.first.push_back(t);
+      r.run_of.push_back(r.first.size() - 1);
     }
-    flush_writes(writes.size());
-    c_.wait(out_sem[out_next], out_pending[static_cast<std::size_t>(out_next)]);
-    c_.wait(out_sem[out_next ^ 1], out_pending[static_cast<std::size_t>(out_next ^ 1)]);
+    r.buf.assign(r.first.size(), 0);
+    return r;
+  }
+
+  // Issues the loads of runs up to (not including) `upto`.
+  void issue_loads(Ring& ring, Runs& runs, const std::vector<Plan>& p, std::size_t upto) {
+    for (; runs.issued < std::min(upto, runs.first.size()); ++runs.issued) {
+      const std::size_t r = runs.issued;
+      const int slot = static_cast<int>(r % 2);
+      const isa::TileRef& src = p[runs.first[r]].src;
+      runs.buf[r] = ring_buffer(ring, src.rows, src.cols, slot);
+      c_.dma(c_.whole(runs.buf[r]), src, ring.sem[slot]);
+    }
+  }
+
+  // The element tile of step t in its loaded buffer (stored orientation).
+  isa::TileRef sub_tile(const Runs& runs, const std::vector<Plan>& p, std::size_t t) const {
+    const std::uint32_t buf = runs.buf[runs.run_of[t]];
+    return p[t].wide ? c_.tile(buf, 0, p[t].sub_rows, p[t].sub_col, p[t].sub_cols) : c_.whole(buf);
+  }
+
+  void flush_writes(Emit& e, std::size_t n) {
+    for (std::size_t i = 0; i < n && !e.writes.empty(); ++i) {
+      const Write w = e.writes.front();
+      e.writes.pop_front();
+      c_.dma(w.dst, w.src, e.out_sem[w.slot]);
+      ++e.out_pending[static_cast<std::size_t>(w.slot)];
+    }
+  }
+
+  // Step t: load ahead, prepare the operand tiles, start a block (kc = 0),
+  // the matmuls, finish the block (last kc) or issue pending write pieces.
+  void emit_step(Emit& e, std::size_t t) {
+    const StepIdx& s = e.steps[t];
+    const std::size_t lrun = e.lruns.run_of[t], rrun = e.rruns.run_of[t];
+    issue_loads(e.lr, e.lruns, e.lplan, lrun + 2);
+    issue_loads(e.rr, e.rruns, e.rplan, rrun + 2);
+    const std::int64_t me = extent(s.mb, t_.tm, d_.m), ke = extent(s.kc, t_.tk, d_.k), ne = extent(s.nb, t_.tn, d_.n);
+    const bool lhs_new = e.lruns.first[lrun] == t, rhs_new = e.rruns.first[rrun] == t;
+    if (lhs_new) c_.wait(e.lr.sem[lrun % 2], 1);
+    if (rhs_new) c_.wait(e.rr.sem[rrun % 2], 1);
+    // A new element tile (a fresh load, or another element's columns of
+    // a wide tile) is transposed / converted once.
+    const std::int64_t le = (s.b * e.nm + s.mb) * e.nk + s.kc, re = (s.b * e.nk + s.kc) * e.nn + s.nb;
+    if (lhs_new || le != e.lhs_elem) {
+      e.lhs_ready = prepare(sub_tile(e.lruns, e.lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
+      e.lhs_elem = le;
+    }
+    if (rhs_new || re != e.rhs_elem) {
+      e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
+      e.rhs_elem = re;
+    }
+    const std::vector<Item> items = block_items(me, ne, e.rot);
+    if (s.kc == 0) begin_block(e, s, me, ne);
+    emit_matmuls(e, s, items, ke);
+    if (s.kc + 1 == e.nk) {
+      finish_block(e, s, t, items, me, ne);
+    } else {
+      flush_writes(e, static_cast<std::size_t>(e.write_per_step));
+    }
+  }
+
+  // A me x ne block's MXU items: MXU-wide column slices, each cut into row
+  // parts when there are fewer slices than MXUs; dealt round robin from `rot`.
+  std::vector<Item> block_items(std::int64_t me, std::int64_t ne, std::int64_t rot) const {
+    const std::int64_t p = parts(me, ne);
+    const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), c_.min_tile_rows()));
+    const std::int64_t nsub = ceil_div(ne, C_);
+    std::vector<Item> items;
+    std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
+    for (std::int64_t ns = 0; ns < nsub; ++ns) {
+      for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
+        const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
+        Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
+                per_mxu[static_cast<std::size_t>(mx)] * part_rows};
+        ++per_mxu[static_cast<std::size_t>(mx)];
+        items.push_back(it);
+      }
+    }
+    return items;
+  }
+
+  // A new output block: its staging slot (drained), and the loads of its
+  // streamed epilogue inputs.
+  void begin_block(Emit& e, const StepIdx& s, std::int64_t me, std::int64_t ne) {
+    e.out_slot = e.out_next;
+    e.out_next ^= 1;
+    // Pieces of the block that used this slot must be issued before it is reused.
+    while (std::any_of(e.writes.begin(), e.writes.end(), [&](const Write& w) { return w.slot == e.out_slot; })) {
+      flush_writes(e, 1);
+    }
+    c_.wait(e.out_sem[e.out_slot], e.out_pending[static_cast<std::size_t>(e.out_slot)]);
+    e.out_pending[static_cast<std::size_t>(e.out_slot)] = 0;
+    e.out_buf = slot_buffer(e.out_bufs, "acc", d_.out.dtype, me, ne, e.out_slot);
+    e.epi_tiles.clear();
+    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    for (Streamed& st : e.streamed) {
+      const Array& a = *st.a;
+      std::int64_t r0 = s.b * d_.m + m0, rows = me, c0 = n0, cols = ne;
+      if (!st.out_shaped) {
+        const std::int64_t out_block = (s.b * e.nm + s.mb) * e.nn + s.nb;
+        const std::int64_t share = ceil_div(a.rows, e.out_blocks);
+        r0 = std::min(a.rows, out_block * share);
+        rows = std::min(share, a.rows - r0);
+        c0 = 0;
+        cols = a.cols;
+        if (rows <= 0) continue;
+      }
+      const std::uint32_t vb = slot_buffer(st.bufs, "epi", a.dtype, rows, cols, e.out_slot);
+      c_.dma(c_.whole(vb), c_.tile(a.buffer, r0, rows, c0, cols), e.epi_sem[e.out_slot]);
+      ++e.epi_pending[static_cast<std::size_t>(e.out_slot)];
+      if (st.out_shaped) e.epi_tiles.push_back(c_.whole(vb));
+    }
+  }
+
+  // The step's weight loads and matmuls, R rows of K at a time.
+  void emit_matmuls(const Emit& e, const StepIdx& s, const std::vector<Item>& items, std::int64_t ke) {
+    const std::int64_t ksubs = ceil_div(ke, R_);
+    for (std::int64_t ks = 0; ks < ksubs; ++ks) {
+      const std::int64_t kr = std::min(R_, ke - ks * R_);
+      for (const Item& it : items) {
+        c_.emit(isa::MxuLoadWeights{it.mxu, c_.tile(e.rhs_ready.buffer, e.rhs_ready.row + ks * R_, kr,
+                                                    e.rhs_ready.col + it.c0, it.cols)});
+        c_.emit(isa::MxuMatmul{it.mxu, c_.tile(e.lhs_ready.buffer, e.lhs_ready.row + it.r0, it.rows,
+                                               e.lhs_ready.col + ks * R_, kr),
+                               it.acc,
+                               (s.kc == 0 && ks == 0) ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
+      }
+    }
+  }
+
+  // The block's last step: pops, the VPU epilogue, and its write-back
+  // pieces queued.
+  void finish_block(Emit& e, const StepIdx& s, std::size_t t, const std::vector<Item>& items, std::int64_t me,
+                    std::int64_t ne) {
+    e.rot = (e.rot + static_cast<std::int64_t>(items.size())) % nmxu_;
+    for (const Item& it : items) {
+      c_.emit(isa::MxuPop{it.mxu, c_.tile(e.out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
+    }
+    c_.wait(e.epi_sem[e.out_slot], e.epi_pending[static_cast<std::size_t>(e.out_slot)]);
+    e.epi_pending[static_cast<std::size_t>(e.out_slot)] = 0;
+    for (int k = 0; k < d_.epilogue_vpu_ops; ++k) {
+      isa::VpuElementwise op;
+      op.op = isa::VpuOp::kAdd;
+      op.dst = c_.whole(e.out_buf);
+      op.a = c_.whole(e.out_buf);
+      // The first ops consume the streamed output-shaped inputs.
+      if (static_cast<std::size_t>(k) < e.epi_tiles.size()) {
+        op.b = e.epi_tiles[static_cast<std::size_t>(k)];
+      } else {
+        op.imm = 0;
+      }
+      c_.emit(op);
+    }
+    // The block's write-back is cut into row pieces issued over the next
+    // block's k steps, so one large write does not hold the HBM queue
+    // ahead of the next operand loads (a kernel's pipelined write-back).
+    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    const std::int64_t align = c_.row_align(d_.out.dtype);
+    const std::int64_t pieces = std::max<std::int64_t>(1, std::min(e.nk, me / std::max(align, c_.min_tile_rows())));
+    const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);
+    for (std::int64_t r = 0; r < me; r += piece_rows) {
+      const std::int64_t rows = std::min(piece_rows, me - r);
+      e.writes.push_back({c_.tile(d_.out.buffer, s.b * d_.m + m0 + r, rows, n0, ne), c_.tile(e.out_buf, r, rows, 0, ne),
+                          e.out_slot});
+    }
+    e.write_per_step = ceil_div(static_cast<std::int64_t>(e.writes.size()), e.nk);
+    if (e.nk == 1 || t + 1 == e.steps.size()) flush_writes(e, e.writes.size());
   }
 
   // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the

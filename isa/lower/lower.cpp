@@ -3,6 +3,8 @@
 #include "isa/lower/lower.h"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "isa/hlo/attribute_values.h"
@@ -357,263 +359,320 @@ class Lowerer {
     if (!approx) c_.note(x, NoteKind::kLowered, "MXU program");
   }
 
+  // ---- per-opcode handlers (XLA's Handle<Op> style) ----
+  // One table from opcode to handler (handlers()). A handler returns false
+  // when the instruction does not fit its form (an iota too large to
+  // preload, a while without a body, an update that cannot be done in
+  // place); that instruction, and every opcode without a handler, is then a
+  // one-op stream kernel (handle_stream, the shared hook for elementwise
+  // and data-movement ops).
+  struct Site {
+    const std::vector<Value>& params;  // the computation's parameters
+    bool top = false;                  // an instruction of the entry computation
+  };
+  using Handler = Result<bool> (Lowerer::*)(const Instruction&, const Site&);
+  static constexpr std::size_t kOpcodes = static_cast<std::size_t>(Opcode::kUnknown) + 1;
+
+  static const std::array<Handler, kOpcodes>& handlers() {
+    static const std::array<Handler, kOpcodes> table = [] {
+      std::array<Handler, kOpcodes> t{};
+      const auto set = [&t](std::initializer_list<Opcode> ops, Handler h) {
+        for (const Opcode op : ops) t[static_cast<std::size_t>(op)] = h;
+      };
+      set({Opcode::kParameter}, &Lowerer::handle_parameter);
+      set({Opcode::kConstant, Opcode::kIota}, &Lowerer::handle_preloaded);
+      set({Opcode::kTuple}, &Lowerer::handle_tuple);
+      set({Opcode::kGetTupleElement}, &Lowerer::handle_get_tuple_element);
+      set({Opcode::kBitcast, Opcode::kAddDependency, Opcode::kOptimizationBarrier, Opcode::kDomain,
+           Opcode::kCopyDone, Opcode::kAllGatherDone, Opcode::kAllReduceDone, Opcode::kCollectivePermuteDone,
+           Opcode::kAsyncUpdate},
+          &Lowerer::handle_no_data_movement);
+      set({Opcode::kAsyncDone}, &Lowerer::handle_async_done);
+      set({Opcode::kReshape}, &Lowerer::handle_reshape);
+      set({Opcode::kAfterAll, Opcode::kPartitionId, Opcode::kReplicaId, Opcode::kRngGetAndUpdateState,
+           Opcode::kInfeed, Opcode::kRecv, Opcode::kRecvDone, Opcode::kSend, Opcode::kSendDone, Opcode::kOutfeed,
+           Opcode::kGetDimensionSize, Opcode::kSetDimensionSize},
+          &Lowerer::handle_side_effect);
+      set({Opcode::kCall}, &Lowerer::handle_call);
+      set({Opcode::kAsyncStart}, &Lowerer::handle_async_start);
+      set({Opcode::kWhile}, &Lowerer::handle_while);
+      set({Opcode::kConditional}, &Lowerer::handle_conditional);
+      set({Opcode::kCustomCall}, &Lowerer::handle_custom_call);
+      set({Opcode::kAllReduce, Opcode::kAllReduceStart, Opcode::kAllGather, Opcode::kAllGatherStart,
+           Opcode::kReduceScatter, Opcode::kAllToAll, Opcode::kCollectivePermute, Opcode::kCollectivePermuteStart,
+           Opcode::kCollectiveBroadcast, Opcode::kRaggedAllToAll},
+          &Lowerer::handle_collective);
+      set({Opcode::kFusion}, &Lowerer::handle_fusion);
+      set({Opcode::kDot, Opcode::kConvolution}, &Lowerer::handle_contraction);
+      set({Opcode::kDynamicUpdateSlice}, &Lowerer::handle_dynamic_update_slice);
+      return t;
+    }();
+    return table;
+  }
+
   Result<bool> lower_inst(const Instruction& x, const std::vector<Value>& params, bool top) {
     if (top) top_name_ = std::string(x.name());
-    const Opcode op = x.opcode();
-    const auto alias = [&](std::size_t i) {
-      vals_[&x] = x.operand_count() > i ? operand(x, i) : c_.hbm_value(x.name(), x.shape());
-    };
-    const auto free_note = [&](std::string why) {
-      if (top) c_.note(x, NoteKind::kFree, std::move(why));
-    };
-    switch (op) {
-      case Opcode::kParameter: {
-        const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x.parameter_number()));
-        vals_[&x] = p < params.size() ? params[p] : c_.hbm_value(x.name(), x.shape());
-        free_note("parameter in HBM");
-        return true;
-      }
-      case Opcode::kConstant:
-      case Opcode::kIota:
-        if (op == Opcode::kIota && x.shape().element_count() > 4096) break;
-        vals_[&x] = c_.hbm_value(x.name(), x.shape());
-        free_note("preloaded in HBM");
-        return true;
-      case Opcode::kTuple: {
-        Value v;
-        for (std::size_t i = 0; i < x.operand_count(); ++i) {
-          const Value o = operand(x, i);
-          v.leaves.insert(v.leaves.end(), o.leaves.begin(), o.leaves.end());
-        }
-        vals_[&x] = v;
-        free_note("tuple");
-        return true;
-      }
-      case Opcode::kGetTupleElement: {
-        const Value o = operand(x, 0);
-        const auto idx = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(x, hlo::AttrId::kIndex).value_or(0)));
-        std::size_t first = 0;
-        const hlo::Shape& ts = x.operand(0)->shape();
-        for (std::size_t i = 0; i < idx && ts.is_tuple() && i < ts.tuple_elements().size(); ++i) {
-          first += leaf_count(ts.tuple_elements()[i]);
-        }
-        const std::size_t n = leaf_count(x.shape());
-        Value v;
-        for (std::size_t i = first; i < first + n && i < o.leaves.size(); ++i) v.leaves.push_back(o.leaves[i]);
-        if (v.leaves.size() != n) v = c_.hbm_value(x.name(), x.shape());
-        vals_[&x] = v;
-        free_note("get-tuple-element");
-        return true;
-      }
-      case Opcode::kBitcast:
-      case Opcode::kAddDependency:
-      case Opcode::kOptimizationBarrier:
-      case Opcode::kDomain:
-      case Opcode::kCopyDone:
-      case Opcode::kAllGatherDone:
-      case Opcode::kAllReduceDone:
-      case Opcode::kCollectivePermuteDone:
-      case Opcode::kAsyncUpdate:
-        if (op != Opcode::kAsyncUpdate && x.operand_count() > 0) wait_async(*x.operand(0));
-        if (auto it = async_.find(x.operand_count() ? x.operand(0) : nullptr); it != async_.end()) {
-          vals_[&x] = it->second;
-        } else {
-          alias(0);
-          // A -done of an async pair yields the last leaves of its -start.
-          Value& v = vals_[&x];
-          const std::size_t n = leaf_count(x.shape());
-          if (v.leaves.size() > n) v.leaves.erase(v.leaves.begin(), v.leaves.end() - static_cast<std::ptrdiff_t>(n));
-        }
-        free_note("no data movement (layout-preserving or async completion)");
-        return true;
-      case Opcode::kAsyncDone: {
-        if (x.operand_count() > 0) wait_async(*x.operand(0));
-        if (auto it = async_.find(x.operand(0)); it != async_.end()) {
-          vals_[&x] = it->second;
-        } else {
-          vals_[&x] = c_.hbm_value(x.name(), x.shape());
-        }
-        free_note("async completion");
-        return true;
-      }
-      case Opcode::kReshape: {
-        const Array a = leaf0(x, 0);
-        const hlo::Shape& s = x.shape();
-        const std::int64_t last = s.rank() > 0 ? s.dim(s.rank() - 1) : 1;
-        if (a.cols == last * stored_type(s.element_type()).width || a.elements <= 1) {
-          Array v = a;
-          v.shape = s;
-          vals_[&x] = Value{{v}};
-          free_note("layout-preserving reshape");
-          return true;
-        }
-        section(x, false);
-        Value out = c_.hbm_value(x.name(), x.shape());
-        vals_[&x] = out;
-        if (!out.leaves.empty()) lower_relayout(a, out.leaves[0]);
-        c_.note(x, NoteKind::kLowered, "reshape changing the minor dimension: relayout copy through VMEM");
-        return true;
-      }
-      case Opcode::kAfterAll:
-      case Opcode::kPartitionId:
-      case Opcode::kReplicaId:
-      case Opcode::kRngGetAndUpdateState:
-      case Opcode::kInfeed:
-      case Opcode::kRecv:
-      case Opcode::kRecvDone:
-      case Opcode::kSend:
-      case Opcode::kSendDone:
-      case Opcode::kOutfeed:
-      case Opcode::kGetDimensionSize:
-      case Opcode::kSetDimensionSize:
-        vals_[&x] = op == Opcode::kSetDimensionSize ? operand(x, 0) : c_.hbm_value(x.name(), x.shape());
-        if (top) c_.approx(x, "host/side-effect op: not timed");
-        return true;
-      case Opcode::kCall: {
-        const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
-        if (callee == nullptr) break;
-        std::vector<Value> ps;
-        for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
-        auto r = lower_computation(*callee, ps, false);
-        if (!r.ok()) return r.errors();
-        vals_[&x] = *r;
-        c_.note(x, NoteKind::kLowered, "call inlined");
-        return true;
-      }
-      case Opcode::kAsyncStart: {
-        const hlo::Computation* callee = x.called_computations().empty() ? nullptr : x.called_computations()[0];
-        if (callee == nullptr) break;
-        std::vector<Value> ps;
-        for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
-        // Collectives of the wrapped computation complete at the async-done.
-        const Instruction* outer = async_start_;
-        async_start_ = &x;
-        auto r = lower_computation(*callee, ps, false);
-        async_start_ = outer;
-        if (!r.ok()) return r.errors();
-        async_[&x] = *r;
-        vals_[&x] = c_.hbm_value(x.name(), x.shape());
-        c_.note(x, NoteKind::kLowered, "async computation inlined at its start");
-        return true;
-      }
-      case Opcode::kWhile: {
-        const hlo::Computation* body = x.called(hlo::AttrId::kBody);
-        const hlo::Computation* cond = x.called(hlo::AttrId::kCondition);
-        if (body == nullptr) break;
-        std::int64_t n = 0;
-        if (const auto trip = hlo::while_trip_count(x)) {
-          n = trip->count;
-          c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n) + " (" + trip->source + ")");
-        } else {
-          n = c_.opt.default_trip_count;
-          c_.approx(x, "while without known_trip_count or induction pattern: body run " + std::to_string(n) +
-                           " time(s)");
-        }
-        const Value state = operand(x, 0);
-        c_.set_provenance(provenance_name(x));
-        c_.emit(isa::Repeat{n});
-        const std::size_t repeat_at = c_.prog.code.size() - 1;
-        ++loop_depth_;
-        if (cond != nullptr) {
-          auto rc = lower_computation(*cond, {state}, false);
-          if (!rc.ok()) return rc.errors();
-        }
-        auto rb = lower_computation(*body, {state}, false);
-        --loop_depth_;
-        if (!rb.ok()) return rb.errors();
-        if (c_.prog.code.size() == repeat_at + 1) {
-          c_.prog.code.pop_back();  // empty body: no repeat
-        } else {
-          c_.set_provenance(provenance_name(x));
-          c_.emit(isa::End{});
-        }
-        vals_[&x] = *rb;
-        return true;
-      }
-      case Opcode::kConditional: {
-        const auto branches = x.called_computations();
-        const hlo::Computation* worst = nullptr;
-        double worst_cost = -1;
-        for (const hlo::Computation* b : branches) {
-          if (b == nullptr) continue;
-          const hlo::OpCost cst = hlo::computation_cost(*b);
-          const double v = cst.flops + cst.bytes_accessed();
-          if (v > worst_cost) {
-            worst_cost = v;
-            worst = b;
-          }
-        }
-        if (worst == nullptr) break;
-        std::size_t bi = 0;
-        for (std::size_t i = 0; i < branches.size(); ++i) {
-          if (branches[i] == worst) bi = i;
-        }
-        std::vector<Value> ps{x.operand_count() > bi + 1 ? operand(x, bi + 1) : Value{}};
-        auto r = lower_computation(*worst, ps, false);
-        if (!r.ok()) return r.errors();
-        vals_[&x] = *r;
-        c_.approx(x, "conditional: the most expensive branch (" + std::string(worst->name()) + ") is run");
-        return true;
-      }
-      case Opcode::kCustomCall: {
-        const auto target = hlo::word_attr(x, hlo::AttrId::kCustomCallTarget).value_or("");
-        if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
-            target == "LayoutConstraint" || target == "MoveToHost" || target == "MoveToDevice" ||
-            target == "AllocateBuffer") {
-          alias(0);
-          if (vals_[&x].leaves.empty()) vals_[&x] = c_.hbm_value(x.name(), x.shape());
-          free_note("custom-call " + std::string(target) + ": annotation, no data movement");
-          return true;
-        }
-        stream_single(x, true);
-        c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
-        return true;
-      }
-      case Opcode::kAllReduce:
-      case Opcode::kAllReduceStart:
-      case Opcode::kAllGather:
-      case Opcode::kAllGatherStart:
-      case Opcode::kReduceScatter:
-      case Opcode::kAllToAll:
-      case Opcode::kCollectivePermute:
-      case Opcode::kCollectivePermuteStart:
-      case Opcode::kCollectiveBroadcast:
-      case Opcode::kRaggedAllToAll:
-        lower_collective(x);
-        return true;
-      case Opcode::kFusion: {
-        const hlo::Computation* f = x.fused_computation();
-        if (f == nullptr) break;
-        std::vector<Array> boundary;
-        for (std::size_t i = 0; i < x.operand_count(); ++i) boundary.push_back(leaf0(x, i));
-        const Instruction* contraction = nullptr;
-        for (const Instruction* y : f->instructions()) {
-          if (is_contraction(y->opcode())) contraction = y;
-        }
-        if (contraction != nullptr) {
-          return lower_dot_like(x, contraction, boundary, f);
-        }
-        section(x, false);
-        StreamKernel k;
-        k.body = f;
-        k.inputs = boundary;
-        Value out = c_.hbm_value(x.name(), x.shape());
-        k.outputs = out.leaves;
-        vals_[&x] = out;
-        lower_stream(c_, k);
-        c_.note(x, NoteKind::kLowered, "fusion streamed through VMEM (VPU/EUP/XLU)");
-        return true;
-      }
-      case Opcode::kDot:
-      case Opcode::kConvolution:
-        return lower_dot_like(x, &x, {}, nullptr);
-      case Opcode::kDynamicUpdateSlice:
-        if (lower_update_in_place(x)) return true;
-        break;
-      default:
-        break;
+    const Site site{params, top};
+    if (const Handler h = handlers()[static_cast<std::size_t>(x.opcode())]) {
+      auto r = (this->*h)(x, site);
+      if (!r.ok() || *r) return r;
     }
-    // Everything else: a one-op stream kernel.
+    return handle_stream(x, site);
+  }
+
+  // x's value is its operand i's (a fresh HBM value when it has none).
+  void alias(const Instruction& x, std::size_t i) {
+    vals_[&x] = x.operand_count() > i ? operand(x, i) : c_.hbm_value(x.name(), x.shape());
+  }
+  void free_note(const Instruction& x, const Site& s, std::string why) {
+    if (s.top) c_.note(x, NoteKind::kFree, std::move(why));
+  }
+
+  Result<bool> handle_parameter(const Instruction& x, const Site& s) {
+    const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x.parameter_number()));
+    vals_[&x] = p < s.params.size() ? s.params[p] : c_.hbm_value(x.name(), x.shape());
+    free_note(x, s, "parameter in HBM");
+    return true;
+  }
+
+  Result<bool> handle_preloaded(const Instruction& x, const Site& s) {
+    if (x.opcode() == Opcode::kIota && x.shape().element_count() > c_.opt.preload_iota_max_elements) return false;
+    vals_[&x] = c_.hbm_value(x.name(), x.shape());
+    free_note(x, s, "preloaded in HBM");
+    return true;
+  }
+
+  Result<bool> handle_tuple(const Instruction& x, const Site& s) {
+    Value v;
+    for (std::size_t i = 0; i < x.operand_count(); ++i) {
+      const Value o = operand(x, i);
+      v.leaves.insert(v.leaves.end(), o.leaves.begin(), o.leaves.end());
+    }
+    vals_[&x] = v;
+    free_note(x, s, "tuple");
+    return true;
+  }
+
+  Result<bool> handle_get_tuple_element(const Instruction& x, const Site& s) {
+    const Value o = operand(x, 0);
+    const auto idx = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(x, hlo::AttrId::kIndex).value_or(0)));
+    std::size_t first = 0;
+    const hlo::Shape& ts = x.operand(0)->shape();
+    for (std::size_t i = 0; i < idx && ts.is_tuple() && i < ts.tuple_elements().size(); ++i) {
+      first += leaf_count(ts.tuple_elements()[i]);
+    }
+    const std::size_t n = leaf_count(x.shape());
+    Value v;
+    for (std::size_t i = first; i < first + n && i < o.leaves.size(); ++i) v.leaves.push_back(o.leaves[i]);
+    if (v.leaves.size() != n) v = c_.hbm_value(x.name(), x.shape());
+    vals_[&x] = v;
+    free_note(x, s, "get-tuple-element");
+    return true;
+  }
+
+  // Layout-preserving ops and the -done halves of async pairs.
+  Result<bool> handle_no_data_movement(const Instruction& x, const Site& s) {
+    if (x.opcode() != Opcode::kAsyncUpdate && x.operand_count() > 0) wait_async(*x.operand(0));
+    if (auto it = async_.find(x.operand_count() ? x.operand(0) : nullptr); it != async_.end()) {
+      vals_[&x] = it->second;
+    } else {
+      alias(x, 0);
+      // A -done of an async pair yields the last leaves of its -start.
+      Value& v = vals_[&x];
+      const std::size_t n = leaf_count(x.shape());
+      if (v.leaves.size() > n) v.leaves.erase(v.leaves.begin(), v.leaves.end() - static_cast<std::ptrdiff_t>(n));
+    }
+    free_note(x, s, "no data movement (layout-preserving or async completion)");
+    return true;
+  }
+
+  Result<bool> handle_async_done(const Instruction& x, const Site& s) {
+    if (x.operand_count() > 0) wait_async(*x.operand(0));
+    if (auto it = async_.find(x.operand(0)); it != async_.end()) {
+      vals_[&x] = it->second;
+    } else {
+      vals_[&x] = c_.hbm_value(x.name(), x.shape());
+    }
+    free_note(x, s, "async completion");
+    return true;
+  }
+
+  Result<bool> handle_reshape(const Instruction& x, const Site& s) {
+    const Array a = leaf0(x, 0);
+    const hlo::Shape& shape = x.shape();
+    const std::int64_t last = shape.rank() > 0 ? shape.dim(shape.rank() - 1) : 1;
+    if (a.cols == last * stored_type(shape.element_type()).width || a.elements <= 1) {
+      Array v = a;
+      v.shape = shape;
+      vals_[&x] = Value{{v}};
+      free_note(x, s, "layout-preserving reshape");
+      return true;
+    }
+    section(x, false);
+    Value out = c_.hbm_value(x.name(), x.shape());
+    vals_[&x] = out;
+    if (!out.leaves.empty()) lower_relayout(a, out.leaves[0]);
+    c_.note(x, NoteKind::kLowered, "reshape changing the minor dimension: relayout copy through VMEM");
+    return true;
+  }
+
+  Result<bool> handle_side_effect(const Instruction& x, const Site& s) {
+    vals_[&x] = x.opcode() == Opcode::kSetDimensionSize ? operand(x, 0) : c_.hbm_value(x.name(), x.shape());
+    if (s.top) c_.approx(x, "host/side-effect op: not timed");
+    return true;
+  }
+
+  // The computation a call or async-start runs, and its arguments.
+  static const hlo::Computation* callee(const Instruction& x) {
+    return x.called_computations().empty() ? nullptr : x.called_computations()[0];
+  }
+  std::vector<Value> operand_values(const Instruction& x) {
+    std::vector<Value> ps;
+    for (std::size_t i = 0; i < x.operand_count(); ++i) ps.push_back(operand(x, i));
+    return ps;
+  }
+
+  Result<bool> handle_call(const Instruction& x, const Site& /*s*/) {
+    if (callee(x) == nullptr) return false;
+    auto r = lower_computation(*callee(x), operand_values(x), false);
+    if (!r.ok()) return r.errors();
+    vals_[&x] = *r;
+    c_.note(x, NoteKind::kLowered, "call inlined");
+    return true;
+  }
+
+  Result<bool> handle_async_start(const Instruction& x, const Site& /*s*/) {
+    if (callee(x) == nullptr) return false;
+    const std::vector<Value> ps = operand_values(x);
+    // Collectives of the wrapped computation complete at the async-done.
+    const Instruction* outer = async_start_;
+    async_start_ = &x;
+    auto r = lower_computation(*callee(x), ps, false);
+    async_start_ = outer;
+    if (!r.ok()) return r.errors();
+    async_[&x] = *r;
+    vals_[&x] = c_.hbm_value(x.name(), x.shape());
+    c_.note(x, NoteKind::kLowered, "async computation inlined at its start");
+    return true;
+  }
+
+  Result<bool> handle_while(const Instruction& x, const Site& /*s*/) {
+    const hlo::Computation* body = x.called(hlo::AttrId::kBody);
+    const hlo::Computation* cond = x.called(hlo::AttrId::kCondition);
+    if (body == nullptr) return false;
+    std::int64_t n = 0;
+    if (const auto trip = hlo::while_trip_count(x)) {
+      n = trip->count;
+      c_.note(x, NoteKind::kLowered, "while: repeat " + std::to_string(n) + " (" + trip->source + ")");
+    } else {
+      n = c_.opt.default_trip_count;
+      c_.approx(x, "while without known_trip_count or induction pattern: body run " + std::to_string(n) +
+                       " time(s)");
+    }
+    const Value state = operand(x, 0);
+    c_.set_provenance(provenance_name(x));
+    c_.emit(isa::Repeat{n});
+    const std::size_t repeat_at = c_.prog.code.size() - 1;
+    ++loop_depth_;
+    if (cond != nullptr) {
+      auto rc = lower_computation(*cond, {state}, false);
+      if (!rc.ok()) return rc.errors();
+    }
+    auto rb = lower_computation(*body, {state}, false);
+    --loop_depth_;
+    if (!rb.ok()) return rb.errors();
+    if (c_.prog.code.size() == repeat_at + 1) {
+      c_.prog.code.pop_back();  // empty body: no repeat
+    } else {
+      c_.set_provenance(provenance_name(x));
+      c_.emit(isa::End{});
+    }
+    vals_[&x] = *rb;
+    return true;
+  }
+
+  Result<bool> handle_conditional(const Instruction& x, const Site& /*s*/) {
+    const auto branches = x.called_computations();
+    const hlo::Computation* worst = nullptr;
+    double worst_cost = -1;
+    for (const hlo::Computation* b : branches) {
+      if (b == nullptr) continue;
+      const hlo::OpCost cst = hlo::computation_cost(*b);
+      const double v = cst.flops + cst.bytes_accessed();
+      if (v > worst_cost) {
+        worst_cost = v;
+        worst = b;
+      }
+    }
+    if (worst == nullptr) return false;
+    std::size_t bi = 0;
+    for (std::size_t i = 0; i < branches.size(); ++i) {
+      if (branches[i] == worst) bi = i;
+    }
+    std::vector<Value> ps{x.operand_count() > bi + 1 ? operand(x, bi + 1) : Value{}};
+    auto r = lower_computation(*worst, ps, false);
+    if (!r.ok()) return r.errors();
+    vals_[&x] = *r;
+    c_.approx(x, "conditional: the most expensive branch (" + std::string(worst->name()) + ") is run");
+    return true;
+  }
+
+  Result<bool> handle_custom_call(const Instruction& x, const Site& s) {
+    const auto target = hlo::word_attr(x, hlo::AttrId::kCustomCallTarget).value_or("");
+    if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
+        target == "LayoutConstraint" || target == "MoveToHost" || target == "MoveToDevice" ||
+        target == "AllocateBuffer") {
+      alias(x, 0);
+      if (vals_[&x].leaves.empty()) vals_[&x] = c_.hbm_value(x.name(), x.shape());
+      free_note(x, s, "custom-call " + std::string(target) + ": annotation, no data movement");
+      return true;
+    }
+    stream_single(x, true);
+    c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+    return true;
+  }
+
+  Result<bool> handle_collective(const Instruction& x, const Site& /*s*/) {
+    lower_collective(x);
+    return true;
+  }
+
+  Result<bool> handle_fusion(const Instruction& x, const Site& /*s*/) {
+    const hlo::Computation* f = x.fused_computation();
+    if (f == nullptr) return false;
+    std::vector<Array> boundary;
+    for (std::size_t i = 0; i < x.operand_count(); ++i) boundary.push_back(leaf0(x, i));
+    const Instruction* contraction = nullptr;
+    for (const Instruction* y : f->instructions()) {
+      if (is_contraction(y->opcode())) contraction = y;
+    }
+    if (contraction != nullptr) {
+      return lower_dot_like(x, contraction, boundary, f);
+    }
+    section(x, false);
+    StreamKernel k;
+    k.body = f;
+    k.inputs = boundary;
+    Value out = c_.hbm_value(x.name(), x.shape());
+    k.outputs = out.leaves;
+    vals_[&x] = out;
+    lower_stream(c_, k);
+    c_.note(x, NoteKind::kLowered, "fusion streamed through VMEM (VPU/EUP/XLU)");
+    return true;
+  }
+
+  Result<bool> handle_contraction(const Instruction& x, const Site& /*s*/) {
+    return lower_dot_like(x, &x, {}, nullptr);
+  }
+
+  Result<bool> handle_dynamic_update_slice(const Instruction& x, const Site& /*s*/) {
+    return lower_update_in_place(x);
+  }
+
+  // Everything else: a one-op stream kernel; exact for elementwise and
+  // data-movement ops, an approximation otherwise.
+  Result<bool> handle_stream(const Instruction& x, const Site& /*s*/) {
+    const Opcode op = x.opcode();
     const auto cat = hlo::opcode_category(op);
     const bool exact = cat == hlo::OpCategory::kElementwiseUnary || cat == hlo::OpCategory::kElementwiseBinary ||
                        cat == hlo::OpCategory::kElementwiseTernary || op == Opcode::kBroadcast ||
@@ -655,7 +714,7 @@ class Lowerer {
     std::int64_t blocks = 1, rows_per_block = 1;
     for (int d = 0; d <= k; ++d) blocks *= std::max<std::int64_t>(1, us.dim(d));
     for (int d = k + 1; d + 1 < n; ++d) rows_per_block *= std::max<std::int64_t>(1, us.dim(d));
-    if (blocks > 256) return false;  // a program of many tiny DMAs: stream a copy instead
+    if (blocks > c_.opt.update_in_place_max_blocks) return false;  // many tiny DMAs: stream a copy instead
     const Array a = leaf0(x, 0);
     Array u = leaf0(x, 1);
     // The update in its own logical view (a bitcast may have given it another).

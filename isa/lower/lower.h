@@ -15,13 +15,50 @@
 namespace tpusim::lower {
 
 struct LowerOptions {
+  // Chip-dependent figures are not options: the MXU shape, the vreg
+  // (sublanes x lanes) tiling and the smallest row tile (Ctx::min_tile_rows)
+  // come from the chip config; the dot cost model calls sim/timing. The
+  // fields below are compiler policy, each with the reason for its default.
+
   // Fraction of VMEM a section's staging buffers may use (the rest is headroom
   // for tails and temporaries).
   double vmem_budget_fraction = 0.4;
-  // Refuse to emit programs larger than this (static instructions).
+  // Refuse to emit programs larger than this (static instructions): a few
+  // million instructions simulate in about a second (docs/architecture.md
+  // measures 5-7 M instr/s). The dot cost model also charges a program's
+  // size against this: time x (1 + instructions / max_instructions).
   std::size_t max_instructions = 4'000'000;
   // Target bytes of one streamed chunk of one array (elementwise kernels).
   std::int64_t stream_chunk_bytes = 1 << 20;
+  // Stream kernels cut their iteration space into about this many chunks at
+  // most (a chunk is then >= 1/256 of it), which keeps a kernel's program
+  // small; the chunks may then use up to stream_vmem_fraction of VMEM, above
+  // the budget (a kernel owns its section). Beyond that, at most
+  // stream_max_chunks chunks.
+  std::int64_t stream_target_chunks = 256;
+  double stream_vmem_fraction = 0.8;
+  std::int64_t stream_max_chunks = 4096;
+  // VMEM a stream kernel reserves per row for temporaries: the results of at
+  // most this many ops live at once (plus 2), each an f32 row.
+  int stream_max_live_temps = 12;
+  // An operand (or epilogue input) bigger than vmem_budget / this is streamed
+  // in chunks; smaller ones are loaded once and stay resident.
+  std::int64_t resident_budget_share = 8;
+  // A batched dot whose one-element program has steps x batch above this is
+  // emitted as one element's program inside `repeat B` (same timing, a
+  // program B times smaller); below it the elements are unrolled, so their
+  // loads and stores overlap.
+  std::int64_t dot_repeat_min_steps = 4096;
+  // A dynamic-update-slice is updated in place with one DMA per contiguous
+  // block of the update; more blocks than this (a program of many tiny DMAs)
+  // stream a copy instead.
+  std::int64_t update_in_place_max_blocks = 256;
+  // Iotas up to this many elements are preloaded constants in HBM; larger
+  // ones are computed by a stream kernel (their bytes are then timed).
+  std::int64_t preload_iota_max_elements = 4096;
+  // Approximations: a reduce-window or select-and-scatter inside a kernel
+  // costs one VPU pass per window element, at most this many.
+  std::int64_t approx_max_window_passes = 64;
   // Force dot tile sizes (0 = chosen by the cost model; for experiments).
   std::int64_t dot_tile_m = 0, dot_tile_n = 0, dot_tile_k = 0;
   // while loops without backend_config known_trip_count run this many times.
