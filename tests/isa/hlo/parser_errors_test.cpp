@@ -29,7 +29,9 @@ const char* kHeader = "HloModule m\nENTRY e {\n";
 
 TEST(HloParseErrors, EmptyInputExpectsHloModule) {
   expect_error("// just a comment\n", "1:1", "expected 'HloModule'");
-  expect_error("ENTRY e {}\n", "1:1", "expected 'HloModule' at the start of a module, found 'ENTRY'");
+  // Bare computations are a module (as in XLA); an empty one is still an error.
+  expect_error("ENTRY e {}\n", "1:9", "computation '%e' has no instructions");
+  expect_error("= e {}\n", "1:1", "expected 'HloModule' or a computation at the start of a module, found '='");
 }
 
 TEST(HloParseErrors, MissingEqualsAfterName) {
