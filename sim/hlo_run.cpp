@@ -21,9 +21,9 @@ using nlohmann::json;
 json failure(int code, std::string text) { return json{{"error", std::move(text)}, {"code", code}}; }
 
 // Runs in the child: the report, or {"error", "code"}.
-std::string compile_and_simulate(const std::string& path, const ChipConfig& chip) {
-  auto parsed = hlo::parse_hlo_file(path);
-  if (parsed.modules.empty() || !parsed.modules[0].ok()) return failure(2, format_all(parsed.errors())).dump();
+std::string compile_and_simulate(const std::string& path, const ChipConfig& chip, bool strict) {
+  auto parsed = hlo::parse_hlo_file(path, {.strict = strict});
+  if (!parsed.ok()) return failure(2, format_all(parsed.errors())).dump();
   const hlo::Module& module = *parsed.modules[0].value();
   const hlo::RooflineReport roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
   auto lowered = lower::lower_for_chip(module, chip);
@@ -58,15 +58,16 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   json j = report_json(ReportInput{path, &chip, result, &roofline, spmd ? &*spmd : nullptr});
   j.erase("stats");
   j["approximations"] = lowered->front().report.approximations;
+  j["hlo_warnings"] = hlo::format_warnings(parsed.warnings());
   return j.dump();
 }
 
 }  // namespace
 
-HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip) {
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict) {
   HloRunOutcome o;
   std::string child_error;
-  const auto text = run_isolated([&] { return compile_and_simulate(path, chip); }, child_error);
+  const auto text = run_isolated([&] { return compile_and_simulate(path, chip, strict); }, child_error);
   if (!text) {
     o.exit_code = 1;
     o.error = path + ": error: the simulation died: " + child_error + "\n";
@@ -80,6 +81,8 @@ HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip) 
     o.exit_code = j["code"].get<int>();
     o.error = j["error"].get<std::string>();
   } else {
+    o.warnings = j.value("hlo_warnings", "");
+    j.erase("hlo_warnings");
     o.report = std::move(j);
   }
   return o;

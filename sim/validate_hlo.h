@@ -24,8 +24,10 @@
 namespace tpusim {
 
 // Returns 0 all rows pass, 1 a row fails, 2 bad input (file:line:column).
-int validate_step_csv(const std::string& path, double tolerance, bool json, std::ostream& out, std::ostream& err);
+// `strict_hlo`: parse the workloads with --strict.
+int validate_step_csv(const std::string& path, double tolerance, bool json, std::ostream& out, std::ostream& err,
+                      bool strict_hlo = false);
 int validate_roofline_csv(const std::string& path, double tolerance, bool json, std::ostream& out,
-                          std::ostream& err);
+                          std::ostream& err, bool strict_hlo = false);
 
 }  // namespace tpusim

@@ -48,9 +48,10 @@ bool read_text(const std::string& path, std::string& text, std::ostream& err) {
 
 std::optional<std::vector<lower::Lowered>> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
                                                        std::ostream& err, bool print_notes,
-                                                       hlo::RooflineReport* roofline) {
-  auto parsed = hlo::parse_hlo_file(input);
-  if (parsed.modules.empty() || !parsed.modules[0].ok()) {
+                                                       hlo::RooflineReport* roofline, bool strict) {
+  auto parsed = hlo::parse_hlo_file(input, {.strict = strict});
+  err << hlo::format_warnings(parsed.warnings());
+  if (!parsed.ok()) {
     err << format_all(parsed.errors());
     code = kUsageError;
     return std::nullopt;
@@ -172,7 +173,7 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   if (is_hlo(input)) {
     // HLO: compile with isa/lower (issue 6), then run like a .tasm program.
     int code = kOk;
-    auto lowered = compile_hlo(input, cfg.chip, code, err, true, &roofline);
+    auto lowered = compile_hlo(input, cfg.chip, code, err, true, &roofline, opt.strict);
     if (!lowered) return code;
     for (auto& l : *lowered) programs.push_back(std::move(l.program));
   } else {
@@ -236,7 +237,9 @@ int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream
   const hlo::AnalyzeFormat f = opt.format == Format::kJson  ? hlo::AnalyzeFormat::kJson
                                : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
                                                             : hlo::AnalyzeFormat::kText;
-  auto r = hlo::analyze_hlo_file(input, rates, f);
+  std::string warnings;
+  auto r = hlo::analyze_hlo_file(input, rates, f, {.strict = opt.strict}, &warnings);
+  err << warnings;
   if (!r.ok()) {
     err << format_all(r.errors());
     return kUsageError;
@@ -271,10 +274,10 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
                                                  out, err);
   }
   if (kind == "step") {
-    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err);
+    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err, opt.strict);
   }
   if (kind == "roofline") {
-    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err);
+    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err, opt.strict);
   }
   err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
   return kUsageError;
@@ -295,7 +298,7 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
     return kUsageError;
   }
   int code = kOk;
-  auto lowered = compile_hlo(input, cfg.chip, code, err, /*print_notes=*/false);
+  auto lowered = compile_hlo(input, cfg.chip, code, err, /*print_notes=*/false, nullptr, opt.strict);
   if (!lowered) return code;
   const isa::Program& prog = (*lowered)[static_cast<std::size_t>(core)].program;
   const lower::LowerReport& rep = (*lowered)[static_cast<std::size_t>(core)].report;

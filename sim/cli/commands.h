@@ -40,6 +40,6 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
 // lower) and returns nothing; with print_notes, lists the approximations on `err`.
 std::optional<std::vector<lower::Lowered>> compile_hlo(const std::string& input, const ChipConfig& chip, int& code,
                                                        std::ostream& err, bool print_notes = true,
-                                                       hlo::RooflineReport* roofline = nullptr);
+                                                       hlo::RooflineReport* roofline = nullptr, bool strict = false);
 
 }  // namespace tpusim::cli

@@ -33,11 +33,11 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 // One program per TensorCore of a megacore chip (HLO input), else one.
-Result<std::vector<isa::Program>> load_programs(const std::string& input, const ChipConfig& chip) {
+Result<std::vector<isa::Program>> load_programs(const std::string& input, const ChipConfig& chip, bool strict) {
   std::vector<isa::Program> programs;
   if (input.ends_with(".hlo") || input.ends_with(".txt") || input.ends_with(".hlotxt")) {
-    auto parsed = hlo::parse_hlo_file(input);
-    if (parsed.modules.empty() || !parsed.modules[0].ok()) return parsed.errors();
+    auto parsed = hlo::parse_hlo_file(input, {.strict = strict});
+    if (!parsed.ok()) return parsed.errors();
     auto lowered = lower::lower_for_chip(*parsed.modules[0].value(), chip);
     if (!lowered.ok()) return lowered.errors();
     for (auto& l : *lowered) programs.push_back(std::move(l.program));
@@ -61,7 +61,7 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
   if (wrap) sets.push_back("system.wraparound=" + wrap_all_list(list));
   auto cfg = load_config(opt.chip, sets);
   if (!cfg.ok()) return json{{"error", format_all(cfg.errors())}};
-  auto programs = load_programs(input, cfg->chip);
+  auto programs = load_programs(input, cfg->chip, opt.strict);
   if (!programs.ok()) return json{{"error", format_all(programs.errors())}};
   SpmdOptions so;
   so.mode = mode;
@@ -144,7 +144,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   if (!load_chip(opt, cfg, err)) return kUsageError;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (i > 0 && inputs[i] == inputs[i - 1]) continue;
-    if (auto p = load_programs(inputs[i], cfg.chip); !p.ok()) {
+    if (auto p = load_programs(inputs[i], cfg.chip, opt.strict); !p.ok()) {
       err << format_all(p.errors());
       return kUsageError;
     }
