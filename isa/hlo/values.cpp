@@ -665,6 +665,49 @@ bool skip_raw_value(Lexer& lex, ValueError& err) {
   }
 }
 
+namespace {
+// The content of a "…" token with C escapes resolved (\n, \t, \", \\; others kept).
+std::string unquote(std::string_view s) {
+  std::string out;
+  s = s.substr(1, s.size() - 2);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+  }
+  return out;
+}
+}  // namespace
+
+bool read_key_values(Lexer& lex, std::vector<KeyValue>& out, ValueError& err) {
+  out.clear();
+  if (!expect(lex, Tok::kLBrace, "to begin a key=value list", err)) return false;
+  while (lex.peek().kind != Tok::kRBrace) {
+    const Token key = lex.peek();
+    if (key.kind != Tok::kWord && key.kind != Tok::kString)
+      return fail(err, key.begin, "expected a key, found " + describe(lex, key));
+    lex.next();
+    if (!expect(lex, Tok::kEqual, "after a key", err)) return false;
+    KeyValue kv;
+    kv.key = key.kind == Tok::kString ? unquote(lex.text(key)) : std::string(lex.text(key));
+    const Token v = lex.peek();
+    if (v.kind == Tok::kString) {
+      lex.next();
+      kv.value = unquote(lex.text(v));
+    } else {
+      if (!skip_raw_value(lex, err)) return false;
+      kv.value = normalize_value_text(lex.buffer().substr(v.begin, lex.prev_end() - v.begin));
+    }
+    out.push_back(std::move(kv));
+    if (lex.peek().kind == Tok::kComma) lex.next();
+  }
+  lex.next();
+  return true;
+}
+
 bool skip_literal(Lexer& lex, bool until_paren, ValueError& err) {
   if (!until_paren) {
     const Token t = lex.peek();

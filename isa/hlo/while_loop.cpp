@@ -3,8 +3,6 @@
 #include <charconv>
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/values.h"
 
@@ -43,11 +41,9 @@ std::string_view mirrored(std::string_view dir) {
 }  // namespace
 
 std::optional<std::string> known_trip_count_text(const Instruction& x) {
-  const Attribute* a = x.attribute(AttrId::kBackendConfig);
-  if (a == nullptr || !a->value.starts_with('{')) return std::nullopt;
-  const auto j = nlohmann::json::parse(a->value, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("known_trip_count")) return std::nullopt;
-  const auto& k = j["known_trip_count"];
+  const auto j = backend_config_json(x);
+  if (!j || !j->is_object() || !j->contains("known_trip_count")) return std::nullopt;
+  const auto& k = (*j)["known_trip_count"];
   if (!k.is_object() || !k.contains("n")) return std::nullopt;
   const auto& n = k["n"];
   return n.is_string() ? n.get<std::string>() : n.dump();

@@ -592,5 +592,44 @@ TEST(HloParser, KeepsAStatedShapeThatDiffersFromTheInferredOneWithAWarning) {
   EXPECT_TRUE(strict.warnings().empty());
 }
 
+TEST(HloParser, KeepsMetadataFrontendAttributesAndBackendConfigAsValues) {
+  auto m = parse(R"(HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[]>}, fingerprint="a\"b"}
+ENTRY e {
+  p = f32[8] parameter(0), metadata={op_type="Add" op_name="jit(f)/add" source_file="/tmp/f.py" source_line=12 stack_frame_id=3}
+  q = f32[8] negate(p), backend_config="{\"a\":1}"
+  r = f32[8] negate(q), backend_config="opaque"
+  ROOT n = f32[8] negate(r), frontend_attributes={_xla_compute_type="host",priority="1"}, backend_config={"flag_configs":[],"n":{"k":"4"}}
+})");
+  ASSERT_TRUE(m);
+  const auto md = metadata_attr(*find(*m, "p"));
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->op_type, "Add");
+  EXPECT_EQ(md->op_name, "jit(f)/add");
+  EXPECT_EQ(md->source_file, "/tmp/f.py");
+  EXPECT_EQ(md->source_line, 12);
+  ASSERT_EQ(md->fields.size(), 5u);
+  EXPECT_EQ(md->fields[4], (KeyValue{"stack_frame_id", "3"}));
+  EXPECT_FALSE(metadata_attr(*find(*m, "q")));
+
+  const auto fa = frontend_attributes(*find(*m, "n"));
+  ASSERT_TRUE(fa);
+  EXPECT_EQ(*fa, (std::vector<KeyValue>{{"_xla_compute_type", "host"}, {"priority", "1"}}));
+  const auto mfa = frontend_attributes(*m);
+  ASSERT_TRUE(mfa);
+  ASSERT_EQ(mfa->size(), 2u);
+  EXPECT_EQ((*mfa)[0].key, "xla.sdy.meshes");
+  EXPECT_EQ((*mfa)[0].value, "{mesh = #sdy.mesh<[]>}");
+  EXPECT_EQ((*mfa)[1], (KeyValue{"fingerprint", "a\"b"}));
+
+  const auto bc = backend_config_json(*find(*m, "n"));
+  ASSERT_TRUE(bc);
+  EXPECT_EQ((*bc)["n"]["k"], "4");
+  EXPECT_TRUE((*bc)["flag_configs"].is_array());
+  const auto quoted = backend_config_json(*find(*m, "q"));  // a string that holds JSON
+  ASSERT_TRUE(quoted);
+  EXPECT_EQ((*quoted)["a"], 1);
+  EXPECT_FALSE(backend_config_json(*find(*m, "r")));  // an opaque string
+}
+
 }  // namespace
 }  // namespace tpusim::hlo
