@@ -198,17 +198,5 @@ TEST(HloVerifier, RejectsBadKnownTripCounts) {
   EXPECT_EQ(known_trip_count(*f.modules[0].value()->entry()->root()), 5);
 }
 
-TEST(HloVerifier, RejectsAFileWhoseSecondModuleIsTruncated) {
-  ParsedFile f = parse_hlo("HloModule a\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n// -----\n"
-                           "HloModule b\nENTRY e {\n ROOT p = f32[] parameter(0)\n",
-                           "two.hlo");
-  ASSERT_EQ(f.modules.size(), 2u);
-  EXPECT_TRUE(f.modules[0].ok());
-  EXPECT_FALSE(f.ok());  // what every command checks before using the first module
-  ASSERT_EQ(f.errors().size(), 1u);
-  EXPECT_EQ(f.errors()[0].line, 7);
-  EXPECT_NE(f.errors()[0].message.find("missing its closing '}'"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace tpusim::hlo
