@@ -14,11 +14,12 @@ using nlohmann::json;
 json failure(int code, std::string text) { return json{{"error", std::move(text)}, {"code", code}}; }
 
 // Runs in the child: the report, or {"error", "code"}.
-std::string compile_and_simulate(const std::string& path, const ChipConfig& chip) {
+std::string compile_and_simulate(const std::string& path, const ChipConfig& chip, bool strict) {
   app::PipelineOptions o;
   // A multi-chip system runs through the SPMD runner (full or symmetric mode
   // by system.full_mode_max_chips).
   o.multi_chip = chip_count(chip.system) > 1;
+  o.strict = strict;
   app::StageError error;
   auto done = app::run_pipeline(path, chip, o, error);
   if (!done) return failure(error.code, error.text).dump();
@@ -32,15 +33,16 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   json j = report_json(ReportInput{path, &chip, &result, &*done->compiled.roofline, spmd ? &*spmd : nullptr});
   j.erase("stats");
   j["approximations"] = done->compiled.reports.front().approximations;
+  j["hlo_warnings"] = done->compiled.hlo_warnings;
   return j.dump();
 }
 
 }  // namespace
 
-HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip) {
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict) {
   HloRunOutcome o;
   std::string child_error;
-  const auto text = run_isolated([&] { return compile_and_simulate(path, chip); }, child_error);
+  const auto text = run_isolated([&] { return compile_and_simulate(path, chip, strict); }, child_error);
   if (!text) {
     o.exit_code = 1;
     o.error = path + ": error: the simulation died: " + child_error + "\n";
@@ -54,6 +56,8 @@ HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip) 
     o.exit_code = j["code"].get<int>();
     o.error = j["error"].get<std::string>();
   } else {
+    o.warnings = j.value("hlo_warnings", "");
+    j.erase("hlo_warnings");
     o.report = std::move(j);
   }
   return o;

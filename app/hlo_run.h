@@ -18,10 +18,11 @@ struct HloRunOutcome {
   nlohmann::json report;
   int exit_code = 0;   // 0 ok; 1 could not lower / illegal program / deadlock; 2 bad input
   std::string error;   // diagnostics text when exit_code != 0
+  std::string warnings;  // HLO warnings (hlo::format_warnings), printed by the caller
 };
 
 // Parses the first module of `path`, lowers it for `chip`, verifies and
 // simulates it in a forked child, and returns the report.
-HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip);
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict = false);
 
 }  // namespace tpusim

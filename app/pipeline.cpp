@@ -18,9 +18,11 @@ bool is_hlo_path(const std::string& path) {
 }
 
 std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
-                                    std::ostream* notes) {
-  auto parsed = hlo::parse_hlo_file(path);
-  if (parsed.modules.empty() || !parsed.modules[0].ok()) {
+                                    std::ostream* notes, bool strict) {
+  auto parsed = hlo::parse_hlo_file(path, {.strict = strict});
+  const std::string warnings = hlo::format_warnings(parsed.warnings());
+  if (notes != nullptr) *notes << warnings;
+  if (!parsed.ok()) {
     error = {kUsageError, format_all(parsed.errors())};
     return std::nullopt;
   }
@@ -30,6 +32,7 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
                           parsed.modules.size(), module.name());
   }
   Compiled c;
+  c.hlo_warnings = warnings;
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
   auto lowered = lower::lower_for_chip(module, chip);
   if (!lowered.ok()) {
@@ -49,8 +52,8 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
 }
 
 std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
-                                      std::ostream* notes) {
-  if (is_hlo_path(path)) return compile_hlo(path, chip, error, notes);
+                                      std::ostream* notes, bool strict) {
+  if (is_hlo_path(path)) return compile_hlo(path, chip, error, notes, strict);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = {kUsageError, fmt::format("{}: error: cannot open file\n", path)};
@@ -71,7 +74,7 @@ std::optional<Compiled> compile_input(const std::string& path, const ChipConfig&
 
 std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfig& chip, const PipelineOptions& options,
                                         StageError& error) {
-  auto compiled = compile_input(path, chip, error, options.notes);
+  auto compiled = compile_input(path, chip, error, options.notes, options.strict);
   if (!compiled) return std::nullopt;
   PipelineRun out;
   out.compiled = std::move(*compiled);

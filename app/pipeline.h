@@ -35,6 +35,7 @@ struct Compiled {
   // the lowering's report per TensorCore.
   std::optional<hlo::RooflineReport> roofline;
   std::vector<lower::LowerReport> reports;
+  std::string hlo_warnings;  // hlo::format_warnings of the parse ("" for none)
 };
 
 struct StageError {
@@ -42,19 +43,22 @@ struct StageError {
   std::string text;  // diagnostics, one per line, file:line:col first
 };
 
-// Parses the first module of an HLO file and lowers it for `chip`.
+// Parses an HLO file (every module must be valid; `strict` applies XLA
+// verifier strictness, hlo::ParseOptions) and lowers its first module for
+// `chip`. The parser's warnings go to `notes`.
 std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
-                                    std::ostream* notes = nullptr);
+                                    std::ostream* notes = nullptr, bool strict = false);
 // HLO by the file name (compile_hlo), else assembly. Parses (or assembles) and, for HLO, lowers for `chip`. With `notes`, the
 // lowering's approximations are listed there (the first ten).
 std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
-                                      std::ostream* notes = nullptr);
+                                      std::ostream* notes = nullptr, bool strict = false);
 
 struct PipelineOptions {
   // Simulate the system of chip.system (through the fabric); false: the chip alone.
   bool multi_chip = false;
   SpmdOptions spmd;
   std::ostream* notes = nullptr;  // compile notes (see compile_input)
+  bool strict = false;            // --strict: XLA verifier strictness for HLO
 };
 
 struct PipelineRun {

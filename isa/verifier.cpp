@@ -110,6 +110,9 @@ class Verifier {
     issue.diagnostic.line = static_cast<int>(loc.line);
     issue.diagnostic.column = static_cast<int>(loc.column);
     issue.diagnostic.message = "[" + std::string(name(kind)) + "] " + message;
+    // A lowered instruction carries the HLO op it came from: name it.
+    if (inst != kNone && !p_.provenance(p_.code[inst]).empty())
+      issue.diagnostic.message += " (from '" + std::string(p_.provenance(p_.code[inst])) + "')";
     if (!src_.empty() && loc.line > 0) {
       issue.diagnostic.source_line = std::string(line_of(src_, static_cast<int>(loc.line)));
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz the parsers with libFuzzer: the HLO parser for FUZZ_SECONDS (default
 # 60), seeded with the shared HLO corpus (copied to a temp dir, never into the
-# repo); the .tasm assembler + verifier, the chip YAML loader and the sweep
+# repo) and tests/fuzz/hlo_seeds; the .tasm assembler + verifier, the chip YAML loader and the sweep
 # spec parser for a quarter of that each, seeded with workloads/asm,
 # configs/chips and configs/sweeps. Exits non-zero if
 # a fuzzer finds a crash; the input is left in build-fuzz/crash-<target>-*.
@@ -26,6 +26,9 @@ if [ -d "$CORPUS_SRC" ]; then
 else
   echo "note: no seed corpus at $CORPUS_SRC; fuzzing from scratch" >&2
 fi
+# Reproducers of inputs that once crashed or were wrongly accepted
+# (recursion, deep call chains, cyclic dataflow, malformed shapes).
+cp "$ROOT"/tests/fuzz/hlo_seeds/*.hlo "$WORK/corpus/"
 
 # -max_len keeps each input small enough to mutate quickly (large seeds are
 # truncated, which still yields valid prefixes); -timeout catches hangs and

@@ -48,6 +48,13 @@ void add_loops_option(CLI::App& app, CommonOptions& o) {
       ->type_name("MODE");
 }
 
+// --strict on every command that reads HLO (docs/hlo.md, "Lax and strict").
+void add_strict_option(CLI::App& app, CommonOptions& o) {
+  app.add_flag("--strict", o.strict,
+               "Check HLO as XLA's verifier does: a stated shape that differs from the inferred one is an error, "
+               "not a warning");
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -79,16 +86,19 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   add_loops_option(*run_cmd, opt);
+  add_strict_option(*run_cmd, opt);
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
   analyze->add_option("input", input, "model.hlo")->required();
   add_common_options(*analyze, opt);
+  add_strict_option(*analyze, opt);
   analyze->callback([&] { action = [&] { return cmd_analyze(opt, input, out, err); }; });
 
   auto* lower = app.add_subcommand("lower", "Compile an HLO module to tpusim assembly");
   lower->add_option("input", input, "model.hlo")->required();
   add_common_options(*lower, opt);
+  add_strict_option(*lower, opt);
   std::string lower_output;
   lower->add_option("-o,--output", lower_output, "Write the program here (default: stdout)")->type_name("FILE.tasm");
   int lower_core = 0;
@@ -138,6 +148,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::string tolerance;
   validate->add_option("--tolerance", tolerance, "Largest allowed relative error, e.g. 1% or 0.01 (default: per kind)");
   add_common_options(*validate, opt, false);
+  add_strict_option(*validate, opt);
   validate->callback([&] { action = [&] { return cmd_validate(opt, kind, input, tolerance, out, err); }; });
 
   auto* compare = app.add_subcommand("compare", "Compare two HLO modules on the same chip");
@@ -145,6 +156,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   compare->add_option("inputs", pair, "a.hlo b.hlo")->expected(2)->required();
   add_common_options(*compare, opt);
   add_loops_option(*compare, opt);
+  add_strict_option(*compare, opt);
   compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
@@ -159,6 +171,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   add_loops_option(*scale, opt);
+  add_strict_option(*scale, opt);
   scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });
 
   auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");

@@ -24,6 +24,7 @@ struct CommonOptions {
   std::string out_dir;                 // --out DIR ("" = none)
   Format format = Format::kText;
   int verbosity = 0;                   // -v raises, --quiet lowers
+  bool strict = false;                 // --strict: HLO input checked as XLA's verifier does
 };
 
 // Runs the CLI; returns the process exit code. Output goes to `out`, errors to `err`.

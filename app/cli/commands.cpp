@@ -134,6 +134,7 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   po.spmd.sim.trace_path = run.trace_path;
   po.spmd.sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
   po.notes = &err;
+  po.strict = opt.strict;
   app::StageError failure;
   auto done = app::run_pipeline(input, cfg.chip, po, failure);
   if (!done) {
@@ -166,7 +167,9 @@ int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream
   const hlo::AnalyzeFormat f = opt.format == Format::kJson  ? hlo::AnalyzeFormat::kJson
                                : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
                                                             : hlo::AnalyzeFormat::kText;
-  auto r = hlo::analyze_hlo_file(input, rates, f);
+  std::string warnings;
+  auto r = hlo::analyze_hlo_file(input, rates, f, {.strict = opt.strict}, &warnings);
+  err << warnings;
   if (!r.ok()) {
     err << format_all(r.errors());
     return kUsageError;
@@ -201,10 +204,10 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
                                                  out, err);
   }
   if (kind == "step") {
-    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err);
+    return validate_step_csv(file, tolerance.empty() ? 0.10 : tol, opt.format == Format::kJson, out, err, opt.strict);
   }
   if (kind == "roofline") {
-    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err);
+    return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err, opt.strict);
   }
   err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
   return kUsageError;
@@ -225,7 +228,7 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
     return kUsageError;
   }
   app::StageError failure;
-  auto compiled = app::compile_hlo(input, cfg.chip, failure);
+  auto compiled = app::compile_hlo(input, cfg.chip, failure, &err, opt.strict);
   if (!compiled) {
     err << failure.text;
     return failure.code;

@@ -35,7 +35,8 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
   const std::string inputs[2] = {a, b};
   int worst = kOk;
   for (int s = 0; s < 2; ++s) {
-    HloRunOutcome run = run_hlo_isolated(inputs[s], cfg.chip);
+    HloRunOutcome run = run_hlo_isolated(inputs[s], cfg.chip, opt.strict);
+    err << run.warnings;
     if (run.exit_code != 0) {
       err << run.error;
       worst = std::max(worst, run.exit_code);

@@ -42,6 +42,7 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
   app::PipelineOptions po;
   po.multi_chip = true;
   po.spmd.mode = mode;
+  po.strict = opt.strict;
   app::StageError failure;
   auto done = app::run_pipeline(input, cfg->chip, po, failure);
   if (!done) return json{{"error", failure.text}};
@@ -125,7 +126,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (i > 0 && inputs[i] == inputs[i - 1]) continue;
     app::StageError failure;
-    if (!app::compile_input(inputs[i], cfg.chip, failure)) {
+    if (!app::compile_input(inputs[i], cfg.chip, failure, &err, opt.strict)) {
       err << failure.text;
       return failure.code;
     }

@@ -84,7 +84,8 @@ std::string shorten(const std::string& path) { return std::filesystem::path(path
 
 }  // namespace
 
-int validate_step_csv(const std::string& path, double tolerance, bool as_json, std::ostream& out, std::ostream& err) {
+int validate_step_csv(const std::string& path, double tolerance, bool as_json, std::ostream& out, std::ostream& err,
+                      bool strict_hlo) {
   auto table = read_csv_file(path);
   if (!table.ok()) {
     err << format_all(table.errors());
@@ -140,7 +141,7 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
                        "reference us", "tpusim us", "error", "tol", "result");
   }
   for (const Row& row : rows) {
-    const HloRunOutcome run = run_hlo_isolated(row.c.workload, row.c.chip);
+    const HloRunOutcome run = run_hlo_isolated(row.c.workload, row.c.chip, strict_hlo);
     if (run.exit_code != 0) {
       err << run.error;
       return run.exit_code;
@@ -170,7 +171,7 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
 }
 
 int validate_roofline_csv(const std::string& path, double tolerance, bool as_json, std::ostream& out,
-                          std::ostream& err) {
+                          std::ostream& err, bool strict_hlo) {
   auto table = read_csv_file(path);
   if (!table.ok()) {
     err << format_all(table.errors());
@@ -215,7 +216,7 @@ int validate_roofline_csv(const std::string& path, double tolerance, bool as_jso
                        "tpusim us", "x bound", "max", "ops<bound", "result");
   }
   for (const Row& row : rows) {
-    const HloRunOutcome run = run_hlo_isolated(row.c.workload, row.c.chip);
+    const HloRunOutcome run = run_hlo_isolated(row.c.workload, row.c.chip, strict_hlo);
     if (run.exit_code != 0) {
       err << run.error;
       return run.exit_code;

@@ -1,6 +1,6 @@
 // `tpusim validate step FILE.csv` and `tpusim validate roofline FILE.csv`:
 // reference families over whole HLO modules, each row compiled and simulated
-// in its own child process (sim/hlo_run.h).
+// in its own child process (app/hlo_run.h).
 //
 // step:     workload,chip,system,ref_step_time_s[,tolerance][,source]
 //           An HLO file on a preset or chip YAML and a system ("1", or a
@@ -24,8 +24,10 @@
 namespace tpusim {
 
 // Returns 0 all rows pass, 1 a row fails, 2 bad input (file:line:column).
-int validate_step_csv(const std::string& path, double tolerance, bool json, std::ostream& out, std::ostream& err);
+// `strict_hlo`: parse the workloads with --strict.
+int validate_step_csv(const std::string& path, double tolerance, bool json, std::ostream& out, std::ostream& err,
+                      bool strict_hlo = false);
 int validate_roofline_csv(const std::string& path, double tolerance, bool json, std::ostream& out,
-                          std::ostream& err);
+                          std::ostream& err, bool strict_hlo = false);
 
 }  // namespace tpusim

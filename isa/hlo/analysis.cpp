@@ -240,8 +240,10 @@ std::string render_all(const std::vector<RooflineReport>& reports, AnalyzeFormat
   return {};
 }
 
-Result<std::string> analyze(ParsedFile parsed, const RooflineRates& rates, AnalyzeFormat format) {
+Result<std::string> analyze(ParsedFile parsed, const RooflineRates& rates, AnalyzeFormat format,
+                            std::string* warnings) {
   if (!parsed.ok()) return parsed.errors();
+  if (warnings != nullptr) *warnings = format_warnings(parsed.warnings());
   std::vector<RooflineReport> reports;
   for (const auto& m : parsed.modules) reports.push_back(roofline(*m.value(), rates));
   return render_all(reports, format);
@@ -259,13 +261,14 @@ std::optional<AnalyzeFormat> parse_analyze_format(std::string_view s) {
   return std::nullopt;
 }
 
-Result<std::string> analyze_hlo_file(const std::string& path, const RooflineRates& rates, AnalyzeFormat format) {
-  return analyze(parse_hlo_file(path), rates, format);
+Result<std::string> analyze_hlo_file(const std::string& path, const RooflineRates& rates, AnalyzeFormat format,
+                                     const ParseOptions& options, std::string* warnings) {
+  return analyze(parse_hlo_file(path, options), rates, format, warnings);
 }
 
 Result<std::string> analyze_hlo_text(std::string text, std::string file_name, const RooflineRates& rates,
                                      AnalyzeFormat format) {
-  return analyze(parse_hlo(std::move(text), std::move(file_name)), rates, format);
+  return analyze(parse_hlo(std::move(text), std::move(file_name)), rates, format, nullptr);
 }
 
 }  // namespace tpusim::hlo

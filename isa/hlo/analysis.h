@@ -23,6 +23,7 @@
 #include "common/diagnostic.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/ir.h"
+#include "isa/hlo/parser.h"
 
 namespace tpusim::hlo {
 
@@ -86,9 +87,11 @@ std::optional<AnalyzeFormat> parse_analyze_format(std::string_view s);  // "text
 // renders it. Several modules render as consecutive text/CSV sections, or as
 // {"modules": [report, …]} in JSON (a single module is the bare report).
 // Returns the rendered text, or the parse/shape-check diagnostics (the CLI
-// prints them with Diagnostic::format and exits non-zero).
+// prints them with Diagnostic::format and exits non-zero). Warnings
+// (parser.h, format_warnings) go to `*warnings` when it is given.
 Result<std::string> analyze_hlo_file(const std::string& path, const RooflineRates& rates,
-                                     AnalyzeFormat format);
+                                     AnalyzeFormat format, const ParseOptions& options = {},
+                                     std::string* warnings = nullptr);
 // Same on text already in memory (tests, stdin).
 Result<std::string> analyze_hlo_text(std::string text, std::string file_name, const RooflineRates& rates,
                                      AnalyzeFormat format);

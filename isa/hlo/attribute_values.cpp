@@ -5,14 +5,22 @@ namespace {
 
 // Runs `read` over the attribute's value text; nullopt if absent or invalid.
 template <typename T, typename Read>
-std::optional<T> decode(const Instruction& inst, AttrId id, Read read) {
-  const Attribute* a = inst.attribute(id);
+std::optional<T> decode(const Attribute* a, Read read) {
   if (!a) return std::nullopt;
   Lexer lex(a->value);
   T out{};
   ValueError err;
   if (!read(lex, out, err)) return std::nullopt;
   return out;
+}
+template <typename T, typename Read>
+std::optional<T> decode(const Instruction& inst, AttrId id, Read read) {
+  return decode<T>(inst.attribute(id), read);
+}
+
+std::optional<std::vector<KeyValue>> key_values(const Attribute* a) {
+  return decode<std::vector<KeyValue>>(
+      a, [](Lexer& l, std::vector<KeyValue>& v, ValueError& e) { return read_key_values(l, v, e); });
 }
 
 }  // namespace
@@ -62,6 +70,43 @@ std::optional<std::vector<PadDim>> padding_attr(const Instruction& inst) {
 std::optional<ReplicaGroups> replica_groups_attr(const Instruction& inst) {
   return decode<ReplicaGroups>(inst, AttrId::kReplicaGroups,
                                [](Lexer& l, ReplicaGroups& v, ValueError& e) { return read_replica_groups(l, v, e); });
+}
+
+
+std::optional<OpMetadata> metadata_attr(const Instruction& inst) {
+  auto fields = key_values(inst.attribute(AttrId::kMetadata));
+  if (!fields) return std::nullopt;
+  OpMetadata m;
+  for (const KeyValue& kv : *fields) {
+    if (kv.key == "op_type") m.op_type = kv.value;
+    else if (kv.key == "op_name") m.op_name = kv.value;
+    else if (kv.key == "source_file") m.source_file = kv.value;
+    else if (kv.key == "source_line" && !parse_int(kv.value, m.source_line)) m.source_line = 0;
+  }
+  m.fields = std::move(*fields);
+  return m;
+}
+
+std::optional<std::vector<KeyValue>> frontend_attributes(const Instruction& inst) {
+  return key_values(inst.attribute(AttrId::kFrontendAttributes));
+}
+std::optional<std::vector<KeyValue>> frontend_attributes(const Module& module) {
+  return key_values(module.attribute(AttrId::kFrontendAttributes));
+}
+
+std::optional<nlohmann::json> backend_config_json(const Instruction& inst) {
+  const Attribute* a = inst.attribute(AttrId::kBackendConfig);
+  if (!a) return std::nullopt;
+  std::string text(a->value);
+  if (text.starts_with('"')) {
+    // A string holding JSON: decode the string first.
+    const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_string()) return std::nullopt;
+    text = j.get<std::string>();
+  }
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
 }
 
 }  // namespace tpusim::hlo

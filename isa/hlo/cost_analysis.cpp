@@ -5,13 +5,10 @@
 #include <unordered_map>
 
 #include "isa/hlo/attribute_values.h"
+#include "isa/hlo/structure.h"
 
 namespace tpusim::hlo {
 namespace {
-
-// Called computations nest (fusion in while body in call …); bound the
-// recursion so a hostile module cannot exhaust the stack.
-constexpr int kMaxCallDepth = 64;
 
 double elems(const Shape& s) {
   if (s.is_tuple() || s.is_buffer()) {
@@ -43,8 +40,9 @@ using Memo = std::unordered_map<const Computation*, OpCost>;
 
 OpCost cost(const Instruction& inst, int depth, Memo& memo);
 
-// Memoized per computation: a computation called from many places (or
-// recursively, in hostile input) is costed once; a cycle costs zero.
+// Memoized per computation: a computation called from many places is costed
+// once. The parser has rejected recursion and bounded the call depth
+// (structure.h); the depth guard only keeps the stack safe regardless.
 OpCost computation_cost_at(const Computation* c, int depth, Memo& memo) {
   OpCost total;
   if (!c || depth > kMaxCallDepth) return total;

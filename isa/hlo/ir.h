@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/diagnostic.h"
 #include "isa/hlo/arena.h"
 #include "isa/hlo/attribute.h"
 #include "isa/hlo/opcode.h"
@@ -145,6 +146,9 @@ class Module {
   // Instructions whose opcode is not in the opcode table (kept, flagged).
   const std::vector<const Instruction*>& unknown_opcodes() const { return unknown_; }
   std::size_t instruction_count() const { return instruction_count_; }
+  // What XLA's parser accepts but its verifier would reject (a stated shape
+  // that differs from the inferred one, …), located; empty under --strict.
+  const std::vector<Diagnostic>& warnings() const { return warnings_; }
 
   // Heap bytes held by the IR (arena, computations, shapes), excluding the
   // source text itself.
@@ -159,6 +163,7 @@ class Module {
   std::vector<Computation*> computations_;
   std::unordered_map<std::string_view, Computation*> computation_index_;
   std::vector<const Instruction*> unknown_;
+  std::vector<Diagnostic> warnings_;
   Computation* entry_ = nullptr;
   std::size_t instruction_count_ = 0;
   std::uint32_t offset_ = 0;

@@ -9,6 +9,7 @@
 #include "isa/hlo/shape_inference.h"
 #include "isa/hlo/sharding.h"
 #include "isa/hlo/source.h"
+#include "isa/hlo/structure.h"
 #include "isa/hlo/values.h"
 #include "isa/hlo/verifier.h"
 
@@ -43,9 +44,11 @@ class Parser {
     m_ = std::make_unique<Module>();
     m_->source_ = src_;
     if (!parse_module() || !resolve_module()) return std::move(*error_);
+    if (auto bad = check_structure(*m_)) return std::move(*bad);
     if (options.verify_shapes) {
-      std::vector<Diagnostic> errs = verify_module(*m_);
-      if (!errs.empty()) return errs;
+      VerifyResult checked = verify_module(*m_, options.strict);
+      if (!checked.errors.empty()) return std::move(checked.errors);
+      m_->warnings_ = std::move(checked.warnings);
     }
     return std::move(m_);
   }
@@ -119,13 +122,24 @@ class Parser {
 
   // ---- module ---------------------------------------------------------------
   bool parse_module() {
-    if (!at_word("HloModule"))
-      return fail(lex_.peek().begin, "expected 'HloModule' at the start of a module, found " + found());
     m_->offset_ = lex_.peek().begin;
+    if (!at_word("HloModule")) {
+      // XLA's parser also takes bare computations (`ENTRY e {…}` or `name {…}`)
+      // as one module.
+      const bool computation = at_word("ENTRY") || lex_.peek2().kind == Tok::kLBrace ||
+                               lex_.peek2().kind == Tok::kLParen;
+      if (lex_.peek().kind != Tok::kWord || !computation)
+        return fail(lex_.peek().begin, "expected 'HloModule' or a computation at the start of a module, found " +
+                                           found());
+      m_->name_ = "module";
+      return parse_computations();
+    }
     lex_.next();
     if (lex_.peek().kind != Tok::kWord && lex_.peek().kind != Tok::kString)
       return fail(lex_.peek().begin, "expected a module name after 'HloModule', found " + found());
     m_->name_ = lex_.text(lex_.next());
+    // `HloModule convolution.167:` (older dumps) is accepted by XLA too.
+    if (lex_.peek().kind == Tok::kColon) lex_.next();
     attr_scratch_.clear();
     while (lex_.peek().kind == Tok::kComma) {
       lex_.next();
@@ -133,6 +147,10 @@ class Parser {
     }
     m_->attrs_ = m_->arena_.copy(std::span<const Attribute>(attr_scratch_));
     if (!parse_stack_frame_sections()) return false;
+    return parse_computations();
+  }
+
+  bool parse_computations() {
     while (lex_.peek().kind != Tok::kEof) {
       if (!parse_computation()) return false;
     }
@@ -661,6 +679,25 @@ bool ParsedFile::ok() const {
   for (const auto& m : modules)
     if (!m.ok()) return false;
   return true;
+}
+
+std::vector<Diagnostic> ParsedFile::warnings() const {
+  std::vector<Diagnostic> out;
+  for (const auto& m : modules)
+    if (m.ok()) out.insert(out.end(), m.value()->warnings().begin(), m.value()->warnings().end());
+  return out;
+}
+
+std::string format_warnings(const std::vector<Diagnostic>& warnings) {
+  std::string out;
+  for (const Diagnostic& w : warnings) {
+    std::string text = w.format();
+    // Diagnostic::format() says "error:"; the first occurrence is the label.
+    if (const auto at = text.find(": error: "); at != std::string::npos) text.replace(at, 9, ": warning: ");
+    out += text;
+    out += '\n';
+  }
+  return out;
 }
 
 std::vector<Diagnostic> ParsedFile::errors() const {

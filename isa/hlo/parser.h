@@ -14,9 +14,12 @@
 namespace tpusim::hlo {
 
 struct ParseOptions {
-  // Run the shape checks (verifier.h) after parsing; a stated shape that
-  // disagrees with the one inferred from the operands is an error.
+  // Run the shape checks (verifier.h) after parsing. Structural checks
+  // (structure.h: acyclic dataflow and calls, call depth) always run.
   bool verify_shapes = true;
+  // XLA-verifier strictness (`--strict`): a stated shape or signature that
+  // differs from the inferred one is an error instead of a warning.
+  bool strict = false;
 };
 
 struct ParsedFile {
@@ -24,9 +27,15 @@ struct ParsedFile {
   // One entry per module (per `// -----` section that holds one), in order.
   std::vector<Result<std::unique_ptr<Module>>> modules;
 
+  // Every module parsed: commands that use one module still reject a file
+  // whose other modules are broken.
   bool ok() const;
-  std::vector<Diagnostic> errors() const;  // all modules' errors
+  std::vector<Diagnostic> errors() const;    // all modules' errors
+  std::vector<Diagnostic> warnings() const;  // all parsed modules' warnings
 };
+
+// "file:line:col: warning: message", the source line and a caret, per warning.
+std::string format_warnings(const std::vector<Diagnostic>& warnings);
 
 // Parses every module in `text`. An empty file (or only comments) yields one
 // error ("expected 'HloModule'").

@@ -249,8 +249,22 @@ InferredShape infer_shape(const Instruction& inst) {
       return r;
     }
     case Opcode::kSelect:
+      // XLA's verifier: the predicate is pred (scalar or of the result's dimensions).
+      if (!ops.empty() && ops[0]->shape().is_array() && ops[0]->shape().element_type() != ElementType::kPred)
+        return error("select's predicate must be pred, but operand 0 is " + ops[0]->shape().to_string(false));
+      return elementwise(inst, 1);
     case Opcode::kClamp:
       return elementwise(inst, 1);
+    case Opcode::kSort: {
+      // Sorts along one dimension of every operand: it must be in range.
+      auto dims = ints_attr(inst, AttrId::kDimensions);
+      if (!dims || ops.empty() || !ops[0]->shape().is_array()) return none();
+      for (std::int64_t d : *dims)
+        if (!valid_dim(d, ops[0]->shape().rank()))
+          return error("sort dimension " + std::to_string(d) + " out of range for " +
+                       ops[0]->shape().to_string(false));
+      return none();
+    }
     case Opcode::kGetTupleElement: {
       if (ops.size() != 1) return none();
       const Shape& t = ops[0]->shape();
@@ -294,7 +308,8 @@ InferredShape infer_shape(const Instruction& inst) {
         const std::int64_t d = (*dims)[i];
         if (!valid_dim(d, out.rank()))
           return error("broadcast dimension " + std::to_string(d) + " out of range for " + out.to_string(false));
-        if (in.dim(static_cast<int>(i)) != out.dim(static_cast<int>(d)))
+        // A size-1 operand dimension may map to any size (XLA's degenerate broadcast).
+        if (in.dim(static_cast<int>(i)) != out.dim(static_cast<int>(d)) && in.dim(static_cast<int>(i)) != 1)
           return error("broadcast maps operand dimension " + std::to_string(i) + " (size " +
                        std::to_string(in.dim(static_cast<int>(i))) + ") to output dimension " + std::to_string(d) +
                        " (size " + std::to_string(out.dim(static_cast<int>(d))) + ")");

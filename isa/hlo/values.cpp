@@ -8,6 +8,12 @@
 namespace tpusim::hlo {
 namespace {
 
+std::string join_ints(const Ints& v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out;
+}
+
 std::string describe(const Lexer& lex, const Token& t) {
   if (t.kind == Tok::kEof) return "end of input";
   if (t.kind == Tok::kError) return lex.error() ? lex.error() : "an invalid token";
@@ -157,7 +163,7 @@ bool read_bracket_ints(Lexer& lex, Ints& out, ValueError& err) {
 bool read_window(Lexer& lex, Window& out, ValueError& err) {
   out.clear();
   if (!expect(lex, Tok::kLBrace, "to begin a window", err)) return false;
-  bool have_size = false;
+  std::string_view first_field;
   while (lex.peek().kind != Tok::kRBrace) {
     const Token key = lex.peek();
     if (key.kind != Tok::kWord)
@@ -180,15 +186,15 @@ bool read_window(Lexer& lex, Window& out, ValueError& err) {
       if (p == std::string_view::npos) break;
       rest.remove_prefix(p + 1);
     }
-    if (!have_size && k != "size")
-      return fail(err, key.begin, "window field 'size' must come first");
-    if (k == "size") {
-      have_size = true;
+    // Fields come in any order (XLA's window parser loops over named fields);
+    // the first one fixes the number of window dimensions.
+    if (first_field.empty()) {
+      first_field = k;
       out.assign(parts.size(), WindowDim{});
     } else if (parts.size() != out.size()) {
       return fail(err, val.begin,
                   "window field '" + std::string(k) + "' has " + std::to_string(parts.size()) +
-                      " dimensions but 'size' has " + std::to_string(out.size()));
+                      " dimensions but '" + std::string(first_field) + "' has " + std::to_string(out.size()));
     }
     for (std::size_t i = 0; i < parts.size(); ++i) {
       WindowDim& d = out[i];
@@ -577,11 +583,35 @@ bool read_shape(Lexer& lex, Shape& shape, ValueError& err, int depth) {
     }
   }
   if (!expect(lex, Tok::kRBracket, "to end the dimensions", err)) return false;
+  if (!shape.is_array() && !dims.empty())
+    return fail(err, t.begin, std::string(lex.text(t)) + " has no dimensions (write " + std::string(lex.text(t)) + "[])");
+  // XLA's ShapeUtil::ValidateShape: the array's size in bytes fits in int64.
+  std::int64_t elements = 1;
+  for (std::int64_t d : dims)
+    if (__builtin_mul_overflow(elements, d < 0 ? 1 : d, &elements))
+      return fail(err, t.begin, "shape too large: its element count overflows int64");
+  // Sub-byte types pack, so only whole-byte types can overflow here.
+  const int bits = element_type_bits(*type);
+  std::int64_t bytes = 0;
+  if (bits % 8 == 0 && __builtin_mul_overflow(elements, bits / 8, &bytes))
+    return fail(err, t.begin, "shape too large: its size in bytes overflows int64");
   // A layout touches the `]`; a `{` after whitespace opens something else
   // (e.g. the body after `-> f32[] {`).
   if (lex.peek().kind == Tok::kLBrace && !lex.peek().space_before) {
+    const std::uint32_t at = lex.peek().begin;
     Layout layout;
     if (!read_layout(lex, layout, err)) return false;
+    // minor_to_major is a permutation of the dimensions (or empty, as XLA prints
+    // for some scalars and tokens).
+    const auto& m2m = layout.minor_to_major;
+    std::vector<bool> seen(dims.size(), false);
+    const bool sized = m2m.empty() || m2m.size() == dims.size();
+    for (std::int64_t d : m2m) {
+      if (!sized || d < 0 || static_cast<std::size_t>(d) >= dims.size() || seen[static_cast<std::size_t>(d)])
+        return fail(err, at, "layout {" + join_ints(m2m) + "} is not a permutation of the " +
+                                  std::to_string(dims.size()) + " dimensions of the shape");
+      seen[static_cast<std::size_t>(d)] = true;
+    }
     shape.set_layout(std::move(layout));
   }
   return true;
@@ -633,6 +663,49 @@ bool skip_raw_value(Lexer& lex, ValueError& err) {
     }
     start = false;
   }
+}
+
+namespace {
+// The content of a "…" token with C escapes resolved (\n, \t, \", \\; others kept).
+std::string unquote(std::string_view s) {
+  std::string out;
+  s = s.substr(1, s.size() - 2);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+  }
+  return out;
+}
+}  // namespace
+
+bool read_key_values(Lexer& lex, std::vector<KeyValue>& out, ValueError& err) {
+  out.clear();
+  if (!expect(lex, Tok::kLBrace, "to begin a key=value list", err)) return false;
+  while (lex.peek().kind != Tok::kRBrace) {
+    const Token key = lex.peek();
+    if (key.kind != Tok::kWord && key.kind != Tok::kString)
+      return fail(err, key.begin, "expected a key, found " + describe(lex, key));
+    lex.next();
+    if (!expect(lex, Tok::kEqual, "after a key", err)) return false;
+    KeyValue kv;
+    kv.key = key.kind == Tok::kString ? unquote(lex.text(key)) : std::string(lex.text(key));
+    const Token v = lex.peek();
+    if (v.kind == Tok::kString) {
+      lex.next();
+      kv.value = unquote(lex.text(v));
+    } else {
+      if (!skip_raw_value(lex, err)) return false;
+      kv.value = normalize_value_text(lex.buffer().substr(v.begin, lex.prev_end() - v.begin));
+    }
+    out.push_back(std::move(kv));
+    if (lex.peek().kind == Tok::kComma) lex.next();
+  }
+  lex.next();
+  return true;
 }
 
 bool skip_literal(Lexer& lex, bool until_paren, ValueError& err) {

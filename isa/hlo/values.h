@@ -96,6 +96,16 @@ bool skip_raw_value(Lexer& lex, ValueError& err);
 // single literal value (scalar, {…} or (…)) when `until_paren` is false.
 bool skip_literal(Lexer& lex, bool until_paren, ValueError& err);
 
+// `{key=value key="value", …}` (metadata, frontend_attributes): separators
+// are spaces or commas; a string value is kept unescaped, any other value
+// (a word, a {…} block, `#sdy.mesh<[]>`) as its text with comments removed.
+struct KeyValue {
+  std::string key;
+  std::string value;
+  bool operator==(const KeyValue&) const = default;
+};
+bool read_key_values(Lexer& lex, std::vector<KeyValue>& out, ValueError& err);
+
 // iota(prod(reshape)) reshaped, transposed by perm (empty = identity), flat.
 bool expand_iota(const Ints& reshape, const Ints& perm, Ints& out, std::string& err);
 

@@ -3,6 +3,8 @@
 #include "isa/hlo/lexer.h"
 #include "isa/hlo/shape_inference.h"
 #include "isa/hlo/source.h"
+#include "isa/hlo/values.h"
+#include "isa/hlo/while_loop.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -23,26 +25,45 @@ bool agrees(const Shape& stated, const Shape& inferred, bool types) {
 
 class Verifier {
  public:
-  explicit Verifier(const Module& m) : m_(m) {}
+  Verifier(const Module& m, bool strict) : m_(m), strict_(strict) {}
 
-  std::vector<Diagnostic> run() {
+  VerifyResult run() {
     for (const Computation* c : m_.computations()) {
       check_signature(*c);
       for (const Instruction* i : c->instructions()) check(*i);
     }
-    return std::move(errors_);
+    return std::move(out_);
   }
 
  private:
   void report(std::uint32_t offset, std::string message) {
-    errors_.push_back(make_diagnostic(m_.source().name, m_.source().text, offset, std::move(message)));
+    out_.errors.push_back(make_diagnostic(m_.source().name, m_.source().text, offset, std::move(message)));
+  }
+  // What XLA's parser keeps but its verifier rejects.
+  void report_lax(std::uint32_t offset, std::string message) {
+    if (strict_) return report(offset, std::move(message));
+    out_.warnings.push_back(make_diagnostic(m_.source().name, m_.source().text, offset,
+                                            std::move(message) + " (kept as stated; an error under --strict)"));
+  }
+
+  // backend_config={"known_trip_count":{"n":"N"}}: N a whole number in int64
+  // (XLA's WhileLoopBackendConfig holds it as int64).
+  void check_trip_count(const Instruction& inst) {
+    const Attribute* a = inst.attribute(AttrId::kBackendConfig);
+    if (a == nullptr) return;
+    const auto n = known_trip_count_text(inst);
+    if (!n) return;
+    std::int64_t v = 0;
+    if (!parse_int(*n, v) || v < 0)
+      report(a->offset, "while '%" + std::string(inst.name()) + "': known_trip_count " + std::string(*n) +
+                            " is not a whole number between 0 and 2^63-1");
   }
 
   void check_signature(const Computation& c) {
     if (!c.has_signature()) return;
     const auto& params = c.parameters();
     if (c.signature_params().size() != params.size()) {
-      report(c.offset(), "computation '%" + std::string(c.name()) + "' declares " +
+      report_lax(c.offset(), "computation '%" + std::string(c.name()) + "' declares " +
                              std::to_string(c.signature_params().size()) + " parameters in its signature but has " +
                              std::to_string(params.size()) + " parameter instructions");
       return;
@@ -50,12 +71,12 @@ class Verifier {
     for (std::size_t i = 0; i < params.size(); ++i) {
       const Shape& declared = *c.signature_params()[i].shape;
       if (!declared.compatible(params[i]->shape()))
-        report(params[i]->offset(), "parameter " + std::to_string(i) + " of '%" + std::string(c.name()) +
+        report_lax(params[i]->offset(), "parameter " + std::to_string(i) + " of '%" + std::string(c.name()) +
                                         "' has shape " + params[i]->shape().to_string(false) +
                                         " but the signature declares " + declared.to_string(false));
     }
     if (c.signature_result() && c.root() && !c.signature_result()->compatible(c.root()->shape()))
-      report(c.root()->offset(), "root of '%" + std::string(c.name()) + "' has shape " +
+      report_lax(c.root()->offset(), "root of '%" + std::string(c.name()) + "' has shape " +
                                      c.root()->shape().to_string(false) + " but the signature declares " +
                                      c.signature_result()->to_string(false));
   }
@@ -88,6 +109,7 @@ class Verifier {
 
   void check(const Instruction& inst) {
     if (inst.opcode() == Opcode::kConstant) return check_literal(inst);
+    if (inst.opcode() == Opcode::kWhile) check_trip_count(inst);
     const int arity = opcode_arity(inst.opcode());
     const OpCategory cat = opcode_category(inst.opcode());
     const bool fixed = cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary ||
@@ -107,7 +129,7 @@ class Verifier {
       return;
     }
     if (inferred.shape && !agrees(inst.shape(), *inferred.shape, inferred.element_type_known)) {
-      report(inst.offset(), "shape mismatch for '%" + std::string(inst.name()) + "' (" +
+      report_lax(inst.offset(), "shape mismatch for '%" + std::string(inst.name()) + "' (" +
                                 std::string(inst.opcode_text()) + "): the instruction states " +
                                 inst.shape().to_string(false) + " but its operands imply " +
                                 inferred.shape->to_string(false) +
@@ -116,11 +138,12 @@ class Verifier {
   }
 
   const Module& m_;
-  std::vector<Diagnostic> errors_;
+  const bool strict_;
+  VerifyResult out_;
 };
 
 }  // namespace
 
-std::vector<Diagnostic> verify_module(const Module& module) { return Verifier(module).run(); }
+VerifyResult verify_module(const Module& module, bool strict) { return Verifier(module, strict).run(); }
 
 }  // namespace tpusim::hlo

@@ -2,6 +2,11 @@
 // opcodes: the shape an instruction states must agree with the shape its
 // operands and attributes imply. Each disagreement is a Diagnostic located at
 // the instruction, saying what was expected.
+//
+// Like XLA's unverified parse, a stated shape that differs from the inferred
+// one (or a signature that differs from the parameters) is kept and only
+// warned about; `strict` (XLA's verifier, `--strict`) makes those errors.
+// Operands that no shape can reconcile are errors either way.
 #pragma once
 
 #include <vector>
@@ -11,6 +16,11 @@
 
 namespace tpusim::hlo {
 
-std::vector<Diagnostic> verify_module(const Module& module);
+struct VerifyResult {
+  std::vector<Diagnostic> errors;
+  std::vector<Diagnostic> warnings;
+};
+
+VerifyResult verify_module(const Module& module, bool strict = false);
 
 }  // namespace tpusim::hlo

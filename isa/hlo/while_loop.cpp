@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "isa/hlo/attribute_values.h"
+#include "isa/hlo/values.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -39,16 +40,19 @@ std::string_view mirrored(std::string_view dir) {
 
 }  // namespace
 
+std::optional<std::string> known_trip_count_text(const Instruction& x) {
+  const auto j = backend_config_json(x);
+  if (!j || !j->is_object() || !j->contains("known_trip_count")) return std::nullopt;
+  const auto& k = (*j)["known_trip_count"];
+  if (!k.is_object() || !k.contains("n")) return std::nullopt;
+  const auto& n = k["n"];
+  return n.is_string() ? n.get<std::string>() : n.dump();
+}
+
 std::optional<std::int64_t> known_trip_count(const Instruction& x) {
-  const Attribute* a = x.attribute(AttrId::kBackendConfig);
-  if (a == nullptr) return std::nullopt;
-  const std::string_view v = a->value;
-  const auto pos = v.find("known_trip_count");
-  if (pos == std::string_view::npos) return std::nullopt;
-  std::size_t i = v.find_first_of("0123456789", pos);
+  const auto text = known_trip_count_text(x);
   std::int64_t n = 0;
-  while (i < v.size() && v[i] >= '0' && v[i] <= '9' && n < (std::int64_t{1} << 58)) n = n * 10 + (v[i++] - '0');
-  if (n > 0) return n;
+  if (text && parse_int(*text, n) && n > 0) return n;
   return std::nullopt;
 }
 

@@ -24,7 +24,10 @@ struct TripCount {
   std::string source;
 };
 
-// backend_config={"known_trip_count":{"n":"N"}} with N > 0.
+// The N of backend_config={"known_trip_count":{"n":"N"}} as written (a JSON
+// string's content or a number's text), unchecked; nullopt when absent.
+std::optional<std::string> known_trip_count_text(const Instruction& while_inst);
+// That N when it is a whole number > 0.
 std::optional<std::int64_t> known_trip_count(const Instruction& while_inst);
 // The induction pattern above; nullopt when the loop does not match it (or the
 // count would not fit in 62 bits).

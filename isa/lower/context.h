@@ -57,9 +57,12 @@ class Ctx {
   void set_provenance(std::string_view label) { prov_ = prog.strings.intern(label); }
   [[nodiscard]] std::uint32_t provenance_id() const { return prov_; }
   void set_provenance_id(std::uint32_t id) { prov_ = id; }
+  // The HLO instruction's file:line:col, carried by what is emitted next, so
+  // verifier and simulation errors point at the HLO text.
+  void set_location(isa::SourceLoc l) { loc_ = l; }
   template <typename Op>
   void emit(Op op) {
-    prog.code.push_back(isa::Instruction{isa::Op(std::move(op)), prov_, {}});
+    prog.code.push_back(isa::Instruction{isa::Op(std::move(op)), prov_, loc_});
   }
   void dma(const isa::TileRef& dst, const isa::TileRef& src, isa::SemRef sem);
   void wait(isa::SemRef sem, std::int64_t count);
@@ -103,6 +106,7 @@ class Ctx {
 
  private:
   std::uint32_t prov_ = 0;
+  isa::SourceLoc loc_{};
   std::int64_t vmem_next_ = 0;
   std::map<std::string, std::uint32_t, std::less<>> sems_;
   std::map<std::string, int, std::less<>> names_;

@@ -126,6 +126,7 @@ class Lowerer {
     c_.begin_section(loop_depth_ > 0);
     const std::string name = provenance_name(x);
     c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + name : name);
+    c_.set_location(c_.loc(x));
   }
   std::string provenance_name(const Instruction& x) const {
     std::string name(x.name());

@@ -6,6 +6,8 @@
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/parser.h"
+#include "isa/hlo/structure.h"
+#include "test_modules.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -221,6 +223,15 @@ TEST(HloRoofline, AnalyzeReportsParseErrors) {
                               RooflineRates::example_chip(), AnalyzeFormat::kText);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.errors()[0].format().find("bad.hlo:3:"), std::string::npos);
+}
+
+TEST(HloCost, CountsTheWholeDeepestAcceptedCallChain) {
+  // The entry calls c0, which calls c1, …; the last computation negates
+  // f32[8]: 8 FLOPs, whatever the depth the parser accepts (kMaxCallDepth
+  // computations in all, counting the entry).
+  auto m = parse(call_chain_module(kMaxCallDepth - 1));
+  ASSERT_TRUE(m);
+  EXPECT_DOUBLE_EQ(instruction_cost(*m->entry()->root()).flops, 8.0);
 }
 
 }  // namespace

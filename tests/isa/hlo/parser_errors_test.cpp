@@ -29,7 +29,9 @@ const char* kHeader = "HloModule m\nENTRY e {\n";
 
 TEST(HloParseErrors, EmptyInputExpectsHloModule) {
   expect_error("// just a comment\n", "1:1", "expected 'HloModule'");
-  expect_error("ENTRY e {}\n", "1:1", "expected 'HloModule' at the start of a module, found 'ENTRY'");
+  // Bare computations are a module (as in XLA); an empty one is still an error.
+  expect_error("ENTRY e {}\n", "1:9", "computation '%e' has no instructions");
+  expect_error("= e {}\n", "1:1", "expected 'HloModule' or a computation at the start of a module, found '='");
 }
 
 TEST(HloParseErrors, MissingEqualsAfterName) {
@@ -152,13 +154,21 @@ TEST(HloParseErrors, ErrorsCarryTheSourceLineAndCaret) {
 }
 
 TEST(HloParseErrors, EachModuleOfAFileIsReportedOnItsOwn) {
-  ParsedFile f = parse_hlo("HloModule good\nENTRY e {\n ROOT a = f32[] constant(1)\n}\n// -----\n"
-                           "HloModule bad\nENTRY e {\n ROOT a = f32[] add(x, y)\n}\n",
-                           "two.hlo");
-  ASSERT_EQ(f.modules.size(), 2u);
-  EXPECT_TRUE(f.modules[0].ok());
-  ASSERT_FALSE(f.modules[1].ok());
-  EXPECT_EQ(f.modules[1].errors()[0].line, 8);
+  // A broken second module (an undefined operand; a truncated body) is
+  // reported on its own while the first still parses, and fails the file as
+  // a whole (ParsedFile::ok, what every command checks).
+  const auto second_fails = [](const std::string& second, int line, const std::string& message) {
+    ParsedFile f = parse_hlo("HloModule good\nENTRY e {\n ROOT a = f32[] constant(1)\n}\n// -----\n" + second,
+                             "two.hlo");
+    ASSERT_EQ(f.modules.size(), 2u);
+    EXPECT_TRUE(f.modules[0].ok());
+    EXPECT_FALSE(f.ok());
+    ASSERT_EQ(f.errors().size(), 1u);
+    EXPECT_EQ(f.errors()[0].line, line);
+    EXPECT_NE(f.errors()[0].message.find(message), std::string::npos) << f.errors()[0].message;
+  };
+  second_fails("HloModule bad\nENTRY e {\n ROOT a = f32[] add(x, y)\n}\n", 8, "use of undefined instruction '%x'");
+  second_fails("HloModule truncated\nENTRY e {\n ROOT p = f32[] parameter(0)\n", 7, "missing its closing '}'");
 }
 
 TEST(HloParseErrors, UnreadableFile) {

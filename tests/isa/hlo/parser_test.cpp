@@ -502,5 +502,134 @@ TEST(HloParser, OpcodeTableIsConsistent) {
   EXPECT_FALSE(opcode_from_name("not-an-op"));
 }
 
+// ---- forms XLA's parser accepts (modules written for these tests) ----------
+
+TEST(HloParser, AcceptsBareComputationsAsOneModule) {
+  // No HloModule line: text starting with ENTRY is one module.
+  auto m = parse("ENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->computations().size(), 1u);
+  EXPECT_EQ(m->entry()->name(), "e");
+  // Text starting with `name {`: without ENTRY the last computation is the entry.
+  auto n = parse("add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n"
+                 "main {\n  v = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                 "  ROOT r = f32[] reduce(v, z), dimensions={0}, to_apply=add\n}\n");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->entry()->name(), "main");
+  // Also as sections of a `// -----` file, next to a module with a header.
+  ParsedFile f = parse_hlo("ENTRY a {\n  ROOT p = f32[] parameter(0)\n}\n// -----\nHloModule b\n"
+                           "ENTRY b {\n  ROOT p = f32[] parameter(0)\n}\n// -----\n"
+                           "c {\n  ROOT p = s32[] parameter(0)\n}\n",
+                           "three.hlo");
+  ASSERT_TRUE(f.ok()) << format_all(f.errors());
+  ASSERT_EQ(f.modules.size(), 3u);
+  EXPECT_EQ(f.modules[1].value()->name(), "b");
+  EXPECT_EQ(f.modules[2].value()->entry()->name(), "c");
+}
+
+TEST(HloParser, AcceptsAColonAfterTheModuleName) {
+  auto m = parse("HloModule convolution.167:\n\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name(), "convolution.167");
+}
+
+TEST(HloParser, AcceptsWindowFieldsInAnyOrder) {
+  // f32[4] padded 1 low and 2 high is 7 long; a size-1 window at stride 1 gives 7.
+  auto m = parse("HloModule w\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+                 "  ROOT s = f32[] add(x, y)\n}\nENTRY e {\n  v = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                 "  ROOT r = f32[7] reduce-window(v, z), window={pad=1_2 stride=1 size=1}, to_apply=add\n}\n");
+  ASSERT_TRUE(m);
+  const auto w = window_attr(*find(*m, "r"));
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->size(), 1u);
+  EXPECT_EQ((*w)[0].size, 1);
+  EXPECT_EQ((*w)[0].stride, 1);
+  EXPECT_EQ((*w)[0].pad_low, 1);
+  EXPECT_EQ((*w)[0].pad_high, 2);
+}
+
+TEST(HloParser, AcceptsDegenerateBroadcasts) {
+  // A size-1 operand dimension may map to an output dimension of any size,
+  // even under --strict (XLA's shape inference allows it).
+  const std::string text =
+      "HloModule b\nENTRY e {\n  x = f32[1] parameter(0)\n  ROOT y = f32[3] broadcast(x), dimensions={0}\n}\n";
+  EXPECT_TRUE(parse_hlo(text, "b.hlo", {.strict = true}).ok());
+  // Size 2 onto 3 is still wrong.
+  ParsedFile bad = parse_hlo(
+      "HloModule b\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[3] broadcast(x), dimensions={0}\n}\n",
+      "b.hlo");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors().front().line, 4);
+}
+
+TEST(HloParser, AcceptsFewerSignatureParametersThanParameterInstructions) {
+  // XLA takes the parameter instructions; tpusim warns, and --strict rejects.
+  const std::string text = "HloModule s\nENTRY main () -> f32[2] {\n  a = f32[2] parameter(0)\n"
+                           "  b = f32[2] parameter(1)\n  ROOT c = f32[2] add(a, b)\n}\n";
+  ParsedFile lax = parse_hlo(text, "s.hlo");
+  ASSERT_TRUE(lax.ok()) << format_all(lax.errors());
+  EXPECT_EQ(lax.modules[0].value()->entry()->parameters().size(), 2u);
+  ASSERT_EQ(lax.warnings().size(), 1u);
+  EXPECT_NE(lax.warnings()[0].message.find("declares 0 parameters in its signature but has 2"), std::string::npos);
+  ParsedFile strict = parse_hlo(text, "s.hlo", {.strict = true});
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.errors().front().line, 2);
+}
+
+TEST(HloParser, KeepsAStatedShapeThatDiffersFromTheInferredOneWithAWarning) {
+  // add of two f32[2,3] is f32[2,3]; the text states f32[3,2].
+  const std::string text =
+      "HloModule k\nENTRY e {\n  a = f32[2,3] parameter(0)\n  ROOT b = f32[3,2] add(a, a)\n}\n";
+  ParsedFile lax = parse_hlo(text, "k.hlo");
+  ASSERT_TRUE(lax.ok()) << format_all(lax.errors());
+  EXPECT_EQ(lax.modules[0].value()->entry()->root()->shape().to_string(false), "f32[3,2]");
+  const std::string w = format_warnings(lax.warnings());
+  EXPECT_EQ(w.rfind("k.hlo:4:8: warning: shape mismatch for '%b'", 0), 0u) << w;
+  EXPECT_NE(w.find("an error under --strict"), std::string::npos) << w;
+  ParsedFile strict = parse_hlo(text, "k.hlo", {.strict = true});
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.errors().front().format().rfind("k.hlo:4:8: error: shape mismatch", 0), 0u);
+  EXPECT_TRUE(strict.warnings().empty());
+}
+
+TEST(HloParser, KeepsMetadataFrontendAttributesAndBackendConfigAsValues) {
+  auto m = parse(R"(HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[]>}, fingerprint="a\"b"}
+ENTRY e {
+  p = f32[8] parameter(0), metadata={op_type="Add" op_name="jit(f)/add" source_file="/tmp/f.py" source_line=12 stack_frame_id=3}
+  q = f32[8] negate(p), backend_config="{\"a\":1}"
+  r = f32[8] negate(q), backend_config="opaque"
+  ROOT n = f32[8] negate(r), frontend_attributes={_xla_compute_type="host",priority="1"}, backend_config={"flag_configs":[],"n":{"k":"4"}}
+})");
+  ASSERT_TRUE(m);
+  const auto md = metadata_attr(*find(*m, "p"));
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->op_type, "Add");
+  EXPECT_EQ(md->op_name, "jit(f)/add");
+  EXPECT_EQ(md->source_file, "/tmp/f.py");
+  EXPECT_EQ(md->source_line, 12);
+  ASSERT_EQ(md->fields.size(), 5u);
+  EXPECT_EQ(md->fields[4], (KeyValue{"stack_frame_id", "3"}));
+  EXPECT_FALSE(metadata_attr(*find(*m, "q")));
+
+  const auto fa = frontend_attributes(*find(*m, "n"));
+  ASSERT_TRUE(fa);
+  EXPECT_EQ(*fa, (std::vector<KeyValue>{{"_xla_compute_type", "host"}, {"priority", "1"}}));
+  const auto mfa = frontend_attributes(*m);
+  ASSERT_TRUE(mfa);
+  ASSERT_EQ(mfa->size(), 2u);
+  EXPECT_EQ((*mfa)[0].key, "xla.sdy.meshes");
+  EXPECT_EQ((*mfa)[0].value, "{mesh = #sdy.mesh<[]>}");
+  EXPECT_EQ((*mfa)[1], (KeyValue{"fingerprint", "a\"b"}));
+
+  const auto bc = backend_config_json(*find(*m, "n"));
+  ASSERT_TRUE(bc);
+  EXPECT_EQ((*bc)["n"]["k"], "4");
+  EXPECT_TRUE((*bc)["flag_configs"].is_array());
+  const auto quoted = backend_config_json(*find(*m, "q"));  // a string that holds JSON
+  ASSERT_TRUE(quoted);
+  EXPECT_EQ((*quoted)["a"], 1);
+  EXPECT_FALSE(backend_config_json(*find(*m, "r")));  // an opaque string
+}
+
 }  // namespace
 }  // namespace tpusim::hlo

@@ -1,14 +1,16 @@
 // Shape checks: a stated shape that disagrees with the operands is an error
-// located at the instruction, saying what the operands imply.
+// under --strict (a warning otherwise), located at the instruction, saying
+// what the operands imply. These tests parse strictly unless they say not.
 #include <gtest/gtest.h>
 
 #include "isa/hlo/parser.h"
+#include "isa/hlo/while_loop.h"
 
 namespace tpusim::hlo {
 namespace {
 
 std::string check(const std::string& body, const std::string& extra = "") {
-  ParsedFile f = parse_hlo("HloModule m\n" + extra + "ENTRY e {\n" + body + "}\n", "v.hlo");
+  ParsedFile f = parse_hlo("HloModule m\n" + extra + "ENTRY e {\n" + body + "}\n", "v.hlo", {.strict = true});
   if (f.ok()) return "";
   return f.errors().front().format();
 }
@@ -125,7 +127,7 @@ TEST(HloVerifier, TuplesAndSignatures) {
   expect_bad(" a = f32[2] parameter(0)\n t = (f32[2]) tuple(a)\n ROOT g = f32[2] get-tuple-element(t), index=1\n",
              "get-tuple-element index 1 out of range");
   const std::string text = "HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n ROOT p = f32[2] parameter(0)\n}\n";
-  ParsedFile f = parse_hlo(text, "v.hlo");
+  ParsedFile f = parse_hlo(text, "v.hlo", {.strict = true});
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.errors()[0].message.find("signature declares f32[3]"), std::string::npos);
 }
@@ -142,6 +144,58 @@ TEST(HloVerifier, ChecksCanBeTurnedOff) {
   ParsedFile f = parse_hlo("HloModule m\nENTRY e {\n a = f32[2] parameter(0)\n ROOT b = f32[5] negate(a)\n}\n",
                            "v.hlo", ParseOptions{.verify_shapes = false});
   EXPECT_TRUE(f.ok());
+}
+
+// ---- what XLA's verifier rejects (modules written for these tests) ---------
+
+TEST(HloVerifier, RejectsSortDimensionsOutOfRange) {
+  const std::string cmp = "lt {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+                          " ROOT c = pred[] compare(a, b), direction=LT\n}\n";
+  expect_ok(" x = f32[4] parameter(0)\n ROOT s = f32[4] sort(x), dimensions={0}, to_apply=lt\n", cmp);
+  expect_bad(" x = f32[4] parameter(0)\n ROOT s = f32[4] sort(x), dimensions={-1}, to_apply=lt\n",
+             "sort dimension -1 out of range for f32[4]", cmp);
+}
+
+TEST(HloVerifier, RejectsNonPredSelectPredicates) {
+  expect_ok(" p = pred[4] parameter(0)\n a = f32[4] parameter(1)\n ROOT s = f32[4] select(p, a, a)\n");
+  expect_bad(" p = f32[4] parameter(0)\n a = f32[4] parameter(1)\n ROOT s = f32[4] select(p, a, a)\n",
+             "select's predicate must be pred, but operand 0 is f32[4]");
+}
+
+TEST(HloVerifier, RejectsMalformedShapes) {
+  // token has no dimensions.
+  expect_bad(" ROOT t = token[10] after-all()\n", "v.hlo:3:11: error: token has no dimensions");
+  // minor_to_major must be a permutation of the dimensions.
+  expect_ok(" ROOT a = f32[2,3]{0,1} parameter(0)\n");
+  expect_bad(" ROOT a = f32[2,3]{1,-1} parameter(0)\n", "v.hlo:3:19: error: layout {1,-1} is not a permutation");
+  expect_bad(" ROOT a = f32[2,3]{1,1} parameter(0)\n", "layout {1,1} is not a permutation");
+  expect_bad(" ROOT a = f32[2,3]{0} parameter(0)\n", "layout {0} is not a permutation");
+  // 2^32 cubed elements overflow int64 (the 9.223 EFLOP add).
+  expect_bad(" a = f32[4294967296,4294967296,4294967296] parameter(0)\n"
+             " ROOT b = f32[4294967296,4294967296,4294967296] add(a, a)\n",
+             "v.hlo:3:6: error: shape too large: its element count overflows int64");
+  // 2^62 elements fit in int64, 2^64 bytes of f32 do not; the same count of
+  // s4 (2^61 bytes) does.
+  expect_bad(" ROOT a = f32[2147483648,2147483648] parameter(0)\n", "its size in bytes overflows int64");
+  expect_ok(" ROOT a = s4[2147483648,2147483648] parameter(0)\n");
+}
+
+TEST(HloVerifier, RejectsBadKnownTripCounts) {
+  const std::string loop = "cond {\n p = s32[] parameter(0)\n ROOT c = pred[] constant(false)\n}\n"
+                           "body {\n p = s32[] parameter(0)\n ROOT n = s32[] negate(p)\n}\n";
+  const auto with = [](const std::string& n) {
+    return " p = s32[] parameter(0)\n ROOT w = s32[] while(p), condition=cond, body=body, "
+           "backend_config={\"known_trip_count\":{\"n\":" + n + "}}\n";
+  };
+  expect_ok(with("\"5\""), loop);
+  expect_ok(with("7"), loop);
+  expect_bad(with("\"-1\""), "known_trip_count -1 is not a whole number between 0 and 2^63-1", loop);
+  expect_bad(with("\"1e12\""), "known_trip_count 1e12 is not a whole number", loop);
+  expect_bad(with("1e12"), "is not a whole number", loop);
+  expect_bad(with("\"99999999999999999999\""), "known_trip_count 99999999999999999999 is not", loop);
+  ParsedFile f = parse_hlo("HloModule m\n" + loop + "ENTRY e {\n" + with("\"5\"") + "}\n", "v.hlo");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(known_trip_count(*f.modules[0].value()->entry()->root()), 5);
 }
 
 }  // namespace
