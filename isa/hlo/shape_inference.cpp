@@ -221,278 +221,379 @@ InferredShape from_called(const Computation* c) {
   return shape_of(c->root()->shape());
 }
 
+// kConvert, kStochasticConvert
+InferredShape infer_convert(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.empty() || !ops[0]->shape().is_array()) return none();
+  return shape_of(Shape(ops[0]->shape().element_type(), ops[0]->shape().dims()), false);
+}
+
+// kBitcastConvert, kReal, kImag, kAbs
+InferredShape infer_same_element_type(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.empty() || !ops[0]->shape().is_array()) return none();
+  if (inst.opcode() == Opcode::kBitcastConvert) return none();  // may change rank with bit width
+  return shape_of(Shape(ops[0]->shape().element_type(), ops[0]->shape().dims()), false);
+}
+
+// kIsFinite, kCompare: elementwise, pred result
+InferredShape infer_to_pred(const Instruction& inst) {
+  InferredShape r = elementwise(inst, 0);
+  if (r.shape) r.shape->set_element_type(ElementType::kPred);
+  return r;
+}
+
+// kComplex
+InferredShape infer_complex(const Instruction& inst) {
+  InferredShape r = elementwise(inst, 0);
+  if (r.shape) r.element_type_known = false;
+  return r;
+}
+
+// kSelect
+InferredShape infer_select(const Instruction& inst) {
+  const auto ops = inst.operands();
+  // XLA's verifier: the predicate is pred (scalar or of the result's dimensions).
+  if (!ops.empty() && ops[0]->shape().is_array() && ops[0]->shape().element_type() != ElementType::kPred)
+    return error("select's predicate must be pred, but operand 0 is " + ops[0]->shape().to_string(false));
+  return elementwise(inst, 1);
+}
+
+// kClamp
+InferredShape infer_clamp(const Instruction& inst) {
+  return elementwise(inst, 1);
+}
+
+// kSort
+InferredShape infer_sort(const Instruction& inst) {
+  const auto ops = inst.operands();
+  // Sorts along one dimension of every operand: it must be in range.
+  auto dims = ints_attr(inst, AttrId::kDimensions);
+  if (!dims || ops.empty() || !ops[0]->shape().is_array()) return none();
+  for (std::int64_t d : *dims)
+    if (!valid_dim(d, ops[0]->shape().rank()))
+      return error("sort dimension " + std::to_string(d) + " out of range for " +
+                   ops[0]->shape().to_string(false));
+  return none();
+}
+
+// kGetTupleElement
+InferredShape infer_get_tuple_element(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1) return none();
+  const Shape& t = ops[0]->shape();
+  auto index = int_attr(inst, AttrId::kIndex);
+  if (!index) return error("get-tuple-element needs index=N");
+  if (!t.is_tuple()) return error("get-tuple-element operand is not a tuple: " + t.to_string(false));
+  if (*index < 0 || static_cast<std::size_t>(*index) >= t.tuple_elements().size())
+    return error("get-tuple-element index " + std::to_string(*index) + " out of range for " + t.to_string(false));
+  return shape_of(t.tuple_elements()[static_cast<std::size_t>(*index)]);
+}
+
+// kTuple
+InferredShape infer_tuple(const Instruction& inst) {
+  const auto ops = inst.operands();
+  std::vector<Shape> e;
+  for (const Instruction* o : ops) e.push_back(o->shape());
+  return shape_of(Shape::tuple(std::move(e)));
+}
+
+// kTranspose
+InferredShape infer_transpose(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1 || !ops[0]->shape().is_array()) return none();
+  auto perm = ints_attr(inst, AttrId::kDimensions);
+  if (!perm) return none();
+  const Shape& in = ops[0]->shape();
+  Ints sorted = *perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = static_cast<int>(perm->size()) == in.rank();
+  for (std::size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<std::int64_t>(i);
+  if (!ok) return error("transpose dimensions " + dims_text(*perm) + " are not a permutation of rank " +
+                        std::to_string(in.rank()));
+  Ints out;
+  for (std::int64_t p : *perm) out.push_back(in.dim(static_cast<int>(p)));
+  return shape_of(Shape(in.element_type(), std::move(out)));
+}
+
+// kBroadcast
+InferredShape infer_broadcast(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1 || !inst.has_shape() || !ops[0]->shape().is_array() || !inst.shape().is_array()) return none();
+  auto dims = ints_attr(inst, AttrId::kDimensions);
+  if (!dims) return none();
+  const Shape& in = ops[0]->shape();
+  const Shape& out = inst.shape();
+  if (static_cast<int>(dims->size()) != in.rank())
+    return error("broadcast dimensions " + dims_text(*dims) + " must have one entry per operand dimension (" +
+                 std::to_string(in.rank()) + ")");
+  for (std::size_t i = 0; i < dims->size(); ++i) {
+    const std::int64_t d = (*dims)[i];
+    if (!valid_dim(d, out.rank()))
+      return error("broadcast dimension " + std::to_string(d) + " out of range for " + out.to_string(false));
+    // A size-1 operand dimension may map to any size (XLA's degenerate broadcast).
+    if (in.dim(static_cast<int>(i)) != out.dim(static_cast<int>(d)) && in.dim(static_cast<int>(i)) != 1)
+      return error("broadcast maps operand dimension " + std::to_string(i) + " (size " +
+                   std::to_string(in.dim(static_cast<int>(i))) + ") to output dimension " + std::to_string(d) +
+                   " (size " + std::to_string(out.dim(static_cast<int>(d))) + ")");
+  }
+  return shape_of(Shape(in.element_type(), out.dims()));
+}
+
+// kReshape
+InferredShape infer_reshape(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1 || !inst.has_shape() || !ops[0]->shape().is_array() || !inst.shape().is_array()) return none();
+  const Shape& in = ops[0]->shape();
+  const Shape& out = inst.shape();
+  if (in.has_dynamic_dims() || out.has_dynamic_dims()) return none();
+  if (in.element_count() != out.element_count())
+    return error("reshape changes the element count: operand " + in.to_string(false) + " has " +
+                 std::to_string(in.element_count()) + " elements, result " + out.to_string(false) + " has " +
+                 std::to_string(out.element_count()));
+  return shape_of(Shape(in.element_type(), out.dims()));
+}
+
+// kSlice
+InferredShape infer_slice(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1 || !ops[0]->shape().is_array()) return none();
+  auto ranges = slice_attr(inst);
+  if (!ranges) return none();
+  const Shape& in = ops[0]->shape();
+  if (static_cast<int>(ranges->size()) != in.rank())
+    return error("slice has " + std::to_string(ranges->size()) + " ranges but the operand has rank " +
+                 std::to_string(in.rank()));
+  Ints out;
+  for (int i = 0; i < in.rank(); ++i) {
+    const SliceRange& r = (*ranges)[static_cast<std::size_t>(i)];
+    if (r.start < 0 || r.start > r.limit || r.limit > in.dim(i) || r.stride <= 0)
+      return error("slice range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" +
+                   std::to_string(r.stride) + "] is invalid for dimension " + std::to_string(i) + " of size " +
+                   std::to_string(in.dim(i)));
+    out.push_back((r.limit - r.start + r.stride - 1) / r.stride);
+  }
+  return shape_of(Shape(in.element_type(), std::move(out)));
+}
+
+// kDynamicSlice
+InferredShape infer_dynamic_slice(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.empty() || !ops[0]->shape().is_array()) return none();
+  auto sizes = ints_attr(inst, AttrId::kDynamicSliceSizes);
+  if (!sizes) return none();
+  const Shape& in = ops[0]->shape();
+  if (static_cast<int>(sizes->size()) != in.rank())
+    return error("dynamic_slice_sizes has " + std::to_string(sizes->size()) + " entries but the operand has rank " +
+                 std::to_string(in.rank()));
+  for (int i = 0; i < in.rank(); ++i)
+    if ((*sizes)[static_cast<std::size_t>(i)] > in.dim(i) || (*sizes)[static_cast<std::size_t>(i)] < 0)
+      return error("dynamic slice size " + std::to_string((*sizes)[static_cast<std::size_t>(i)]) +
+                   " exceeds dimension " + std::to_string(i) + " of size " + std::to_string(in.dim(i)));
+  return shape_of(Shape(in.element_type(), *sizes));
+}
+
+// kDynamicUpdateSlice
+InferredShape infer_dynamic_update_slice(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() < 2 || !ops[0]->shape().is_array() || !ops[1]->shape().is_array()) return none();
+  const Shape& in = ops[0]->shape();
+  const Shape& upd = ops[1]->shape();
+  if (upd.rank() != in.rank())
+    return error("dynamic-update-slice update " + upd.to_string(false) + " has a different rank than " +
+                 in.to_string(false));
+  for (int i = 0; i < in.rank(); ++i)
+    if (upd.dim(i) > in.dim(i))
+      return error("dynamic-update-slice update " + upd.to_string(false) + " is larger than the operand " +
+                   in.to_string(false) + " in dimension " + std::to_string(i));
+  return shape_of(Shape(in.element_type(), in.dims()));
+}
+
+// kConcatenate
+InferredShape infer_concatenate(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.empty() || !ops[0]->shape().is_array()) return none();
+  auto dims = ints_attr(inst, AttrId::kDimensions);
+  if (!dims || dims->size() != 1) return none();
+  const Shape& first = ops[0]->shape();
+  const std::int64_t d = (*dims)[0];
+  if (!valid_dim(d, first.rank()))
+    return error("concatenate dimension " + std::to_string(d) + " out of range for rank " +
+                 std::to_string(first.rank()));
+  Ints out = first.dims();
+  for (std::size_t k = 1; k < ops.size(); ++k) {
+    const Shape& s = ops[k]->shape();
+    if (!s.is_array() || s.rank() != first.rank())
+      return error("concatenate operands must have equal ranks");
+    for (int i = 0; i < s.rank(); ++i)
+      if (i != d && s.dim(i) != first.dim(i))
+        return error("concatenate operand " + std::to_string(k) + " " + s.to_string(false) + " differs from " +
+                     first.to_string(false) + " outside dimension " + std::to_string(d));
+    out[static_cast<std::size_t>(d)] += s.dim(static_cast<int>(d));
+  }
+  return shape_of(Shape(first.element_type(), std::move(out)));
+}
+
+// kPad
+InferredShape infer_pad(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 2 || !ops[0]->shape().is_array()) return none();
+  auto pads = padding_attr(inst);
+  if (!pads) return none();
+  const Shape& in = ops[0]->shape();
+  if (static_cast<int>(pads->size()) != in.rank())
+    return error("padding has " + std::to_string(pads->size()) + " dimensions but the operand has rank " +
+                 std::to_string(in.rank()));
+  Ints out;
+  for (int i = 0; i < in.rank(); ++i) {
+    const PadDim& p = (*pads)[static_cast<std::size_t>(i)];
+    const std::int64_t x = in.dim(i);
+    out.push_back(p.low + p.high + x + (x > 0 ? (x - 1) * p.interior : 0));
+  }
+  return shape_of(Shape(in.element_type(), std::move(out)));
+}
+
+// kScatter
+InferredShape infer_scatter(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() < 3 || (ops.size() - 1) % 2) return none();
+  const std::size_t n = (ops.size() - 1) / 2;
+  // Updates have one dimension per scatter index (the indices' dims
+  // minus index_vector_dim) plus one per update_window_dims entry.
+  const Shape& indices = ops[n]->shape();
+  auto uwd = ints_attr(inst, AttrId::kUpdateWindowDims);
+  auto ivd = int_attr(inst, AttrId::kIndexVectorDim);
+  if (uwd && ivd && indices.is_array()) {
+    const std::int64_t batch = indices.rank() - (*ivd < indices.rank() ? 1 : 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Shape& upd = ops[n + 1 + i]->shape();
+      if (upd.is_array() && upd.rank() != batch + static_cast<std::int64_t>(uwd->size()))
+        return error("scatter update " + upd.to_string(false) + " should have rank " +
+                     std::to_string(batch + static_cast<std::int64_t>(uwd->size())) + " (" +
+                     std::to_string(batch) + " scatter dimensions + " + std::to_string(uwd->size()) +
+                     " update_window_dims)");
+    }
+  }
+  std::vector<Shape> outs;
+  for (std::size_t i = 0; i < n; ++i) outs.push_back(ops[i]->shape());
+  return shape_of(tuple_or_single(std::move(outs)));
+}
+
+// kAllReduce, kAllToAll, kCollectiveBroadcast
+InferredShape infer_same_shape_collective(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.empty()) return none();
+  std::vector<Shape> outs;
+  for (const Instruction* o : ops) outs.push_back(o->shape());
+  return shape_of(tuple_or_single(std::move(outs)));
+}
+
+// kCollectivePermute
+InferredShape infer_collective_permute(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1) return none();
+  return shape_of(ops[0]->shape());
+}
+
+// kAllGather, kReduceScatter
+InferredShape infer_all_gather(const Instruction& inst) {
+  const auto ops = inst.operands();
+  auto dims = ints_attr(inst, AttrId::kDimensions);
+  auto g = group_size(inst);
+  if (!dims || dims->size() != 1 || !g || ops.empty()) return none();
+  const std::int64_t d = (*dims)[0];
+  std::vector<Shape> outs;
+  for (const Instruction* o : ops) {
+    const Shape& s = o->shape();
+    if (!s.is_array() || !valid_dim(d, s.rank())) return none();
+    Ints out = s.dims();
+    auto& x = out[static_cast<std::size_t>(d)];
+    if (inst.opcode() == Opcode::kAllGather) {
+      x *= *g;
+    } else {
+      if (x % *g)
+        return error("reduce-scatter dimension " + std::to_string(d) + " of size " + std::to_string(x) +
+                     " is not divisible by the group size " + std::to_string(*g));
+      x /= *g;
+    }
+    outs.emplace_back(s.element_type(), std::move(out));
+  }
+  return shape_of(tuple_or_single(std::move(outs)));
+}
+
+// kCall
+InferredShape infer_call(const Instruction& inst) {
+  return from_called(inst.called(AttrId::kToApply));
+}
+
+// kFusion
+InferredShape infer_fusion(const Instruction& inst) {
+  return from_called(inst.fused_computation());
+}
+
+// kWhile, kOptimizationBarrier, kCopy, kReverse, kReducePrecision: the operand's shape
+InferredShape infer_same_as_operand(const Instruction& inst) {
+  const auto ops = inst.operands();
+  if (ops.size() != 1) return none();
+  return shape_of(ops[0]->shape());
+}
+
+// One shape rule per opcode (XLA's Handle<Op> style); opcodes without one
+// are elementwise (one shared rule) or not checked.
+using ShapeRule = InferredShape (*)(const Instruction&);
+const std::vector<ShapeRule>& shape_rules() {
+  static const std::vector<ShapeRule> table = [] {
+    std::vector<ShapeRule> t(static_cast<std::size_t>(opcode_count()) + 1, nullptr);
+    t[static_cast<std::size_t>(Opcode::kConvert)] = infer_convert;
+    t[static_cast<std::size_t>(Opcode::kStochasticConvert)] = infer_convert;
+    t[static_cast<std::size_t>(Opcode::kBitcastConvert)] = infer_same_element_type;
+    t[static_cast<std::size_t>(Opcode::kReal)] = infer_same_element_type;
+    t[static_cast<std::size_t>(Opcode::kImag)] = infer_same_element_type;
+    t[static_cast<std::size_t>(Opcode::kAbs)] = infer_same_element_type;
+    t[static_cast<std::size_t>(Opcode::kIsFinite)] = infer_to_pred;
+    t[static_cast<std::size_t>(Opcode::kCompare)] = infer_to_pred;
+    t[static_cast<std::size_t>(Opcode::kComplex)] = infer_complex;
+    t[static_cast<std::size_t>(Opcode::kSelect)] = infer_select;
+    t[static_cast<std::size_t>(Opcode::kClamp)] = infer_clamp;
+    t[static_cast<std::size_t>(Opcode::kSort)] = infer_sort;
+    t[static_cast<std::size_t>(Opcode::kGetTupleElement)] = infer_get_tuple_element;
+    t[static_cast<std::size_t>(Opcode::kTuple)] = infer_tuple;
+    t[static_cast<std::size_t>(Opcode::kTranspose)] = infer_transpose;
+    t[static_cast<std::size_t>(Opcode::kBroadcast)] = infer_broadcast;
+    t[static_cast<std::size_t>(Opcode::kReshape)] = infer_reshape;
+    t[static_cast<std::size_t>(Opcode::kDot)] = infer_dot;
+    t[static_cast<std::size_t>(Opcode::kConvolution)] = infer_convolution;
+    t[static_cast<std::size_t>(Opcode::kReduce)] = infer_reduce;
+    t[static_cast<std::size_t>(Opcode::kGather)] = infer_gather;
+    t[static_cast<std::size_t>(Opcode::kSlice)] = infer_slice;
+    t[static_cast<std::size_t>(Opcode::kDynamicSlice)] = infer_dynamic_slice;
+    t[static_cast<std::size_t>(Opcode::kDynamicUpdateSlice)] = infer_dynamic_update_slice;
+    t[static_cast<std::size_t>(Opcode::kConcatenate)] = infer_concatenate;
+    t[static_cast<std::size_t>(Opcode::kPad)] = infer_pad;
+    t[static_cast<std::size_t>(Opcode::kScatter)] = infer_scatter;
+    t[static_cast<std::size_t>(Opcode::kAllReduce)] = infer_same_shape_collective;
+    t[static_cast<std::size_t>(Opcode::kAllToAll)] = infer_same_shape_collective;
+    t[static_cast<std::size_t>(Opcode::kCollectiveBroadcast)] = infer_same_shape_collective;
+    t[static_cast<std::size_t>(Opcode::kCollectivePermute)] = infer_collective_permute;
+    t[static_cast<std::size_t>(Opcode::kAllGather)] = infer_all_gather;
+    t[static_cast<std::size_t>(Opcode::kReduceScatter)] = infer_all_gather;
+    t[static_cast<std::size_t>(Opcode::kCall)] = infer_call;
+    t[static_cast<std::size_t>(Opcode::kFusion)] = infer_fusion;
+    t[static_cast<std::size_t>(Opcode::kWhile)] = infer_same_as_operand;
+    t[static_cast<std::size_t>(Opcode::kOptimizationBarrier)] = infer_same_as_operand;
+    t[static_cast<std::size_t>(Opcode::kCopy)] = infer_same_as_operand;
+    t[static_cast<std::size_t>(Opcode::kReverse)] = infer_same_as_operand;
+    t[static_cast<std::size_t>(Opcode::kReducePrecision)] = infer_same_as_operand;
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
 InferredShape infer_shape(const Instruction& inst) {
-  const auto ops = inst.operands();
-  switch (inst.opcode()) {
-    case Opcode::kConvert:
-    case Opcode::kStochasticConvert:
-      if (ops.empty() || !ops[0]->shape().is_array()) return none();
-      return shape_of(Shape(ops[0]->shape().element_type(), ops[0]->shape().dims()), false);
-    case Opcode::kBitcastConvert:
-    case Opcode::kReal:
-    case Opcode::kImag:
-    case Opcode::kAbs:
-      if (ops.empty() || !ops[0]->shape().is_array()) return none();
-      if (inst.opcode() == Opcode::kBitcastConvert) return none();  // may change rank with bit width
-      return shape_of(Shape(ops[0]->shape().element_type(), ops[0]->shape().dims()), false);
-    case Opcode::kIsFinite:
-    case Opcode::kCompare: {
-      InferredShape r = elementwise(inst, 0);
-      if (r.shape) r.shape->set_element_type(ElementType::kPred);
-      return r;
-    }
-    case Opcode::kComplex: {
-      InferredShape r = elementwise(inst, 0);
-      if (r.shape) r.element_type_known = false;
-      return r;
-    }
-    case Opcode::kSelect:
-      // XLA's verifier: the predicate is pred (scalar or of the result's dimensions).
-      if (!ops.empty() && ops[0]->shape().is_array() && ops[0]->shape().element_type() != ElementType::kPred)
-        return error("select's predicate must be pred, but operand 0 is " + ops[0]->shape().to_string(false));
-      return elementwise(inst, 1);
-    case Opcode::kClamp:
-      return elementwise(inst, 1);
-    case Opcode::kSort: {
-      // Sorts along one dimension of every operand: it must be in range.
-      auto dims = ints_attr(inst, AttrId::kDimensions);
-      if (!dims || ops.empty() || !ops[0]->shape().is_array()) return none();
-      for (std::int64_t d : *dims)
-        if (!valid_dim(d, ops[0]->shape().rank()))
-          return error("sort dimension " + std::to_string(d) + " out of range for " +
-                       ops[0]->shape().to_string(false));
-      return none();
-    }
-    case Opcode::kGetTupleElement: {
-      if (ops.size() != 1) return none();
-      const Shape& t = ops[0]->shape();
-      auto index = int_attr(inst, AttrId::kIndex);
-      if (!index) return error("get-tuple-element needs index=N");
-      if (!t.is_tuple()) return error("get-tuple-element operand is not a tuple: " + t.to_string(false));
-      if (*index < 0 || static_cast<std::size_t>(*index) >= t.tuple_elements().size())
-        return error("get-tuple-element index " + std::to_string(*index) + " out of range for " + t.to_string(false));
-      return shape_of(t.tuple_elements()[static_cast<std::size_t>(*index)]);
-    }
-    case Opcode::kTuple: {
-      std::vector<Shape> e;
-      for (const Instruction* o : ops) e.push_back(o->shape());
-      return shape_of(Shape::tuple(std::move(e)));
-    }
-    case Opcode::kTranspose: {
-      if (ops.size() != 1 || !ops[0]->shape().is_array()) return none();
-      auto perm = ints_attr(inst, AttrId::kDimensions);
-      if (!perm) return none();
-      const Shape& in = ops[0]->shape();
-      Ints sorted = *perm;
-      std::sort(sorted.begin(), sorted.end());
-      bool ok = static_cast<int>(perm->size()) == in.rank();
-      for (std::size_t i = 0; ok && i < sorted.size(); ++i) ok = sorted[i] == static_cast<std::int64_t>(i);
-      if (!ok) return error("transpose dimensions " + dims_text(*perm) + " are not a permutation of rank " +
-                            std::to_string(in.rank()));
-      Ints out;
-      for (std::int64_t p : *perm) out.push_back(in.dim(static_cast<int>(p)));
-      return shape_of(Shape(in.element_type(), std::move(out)));
-    }
-    case Opcode::kBroadcast: {
-      if (ops.size() != 1 || !inst.has_shape() || !ops[0]->shape().is_array() || !inst.shape().is_array()) return none();
-      auto dims = ints_attr(inst, AttrId::kDimensions);
-      if (!dims) return none();
-      const Shape& in = ops[0]->shape();
-      const Shape& out = inst.shape();
-      if (static_cast<int>(dims->size()) != in.rank())
-        return error("broadcast dimensions " + dims_text(*dims) + " must have one entry per operand dimension (" +
-                     std::to_string(in.rank()) + ")");
-      for (std::size_t i = 0; i < dims->size(); ++i) {
-        const std::int64_t d = (*dims)[i];
-        if (!valid_dim(d, out.rank()))
-          return error("broadcast dimension " + std::to_string(d) + " out of range for " + out.to_string(false));
-        // A size-1 operand dimension may map to any size (XLA's degenerate broadcast).
-        if (in.dim(static_cast<int>(i)) != out.dim(static_cast<int>(d)) && in.dim(static_cast<int>(i)) != 1)
-          return error("broadcast maps operand dimension " + std::to_string(i) + " (size " +
-                       std::to_string(in.dim(static_cast<int>(i))) + ") to output dimension " + std::to_string(d) +
-                       " (size " + std::to_string(out.dim(static_cast<int>(d))) + ")");
-      }
-      return shape_of(Shape(in.element_type(), out.dims()));
-    }
-    case Opcode::kReshape: {
-      if (ops.size() != 1 || !inst.has_shape() || !ops[0]->shape().is_array() || !inst.shape().is_array()) return none();
-      const Shape& in = ops[0]->shape();
-      const Shape& out = inst.shape();
-      if (in.has_dynamic_dims() || out.has_dynamic_dims()) return none();
-      if (in.element_count() != out.element_count())
-        return error("reshape changes the element count: operand " + in.to_string(false) + " has " +
-                     std::to_string(in.element_count()) + " elements, result " + out.to_string(false) + " has " +
-                     std::to_string(out.element_count()));
-      return shape_of(Shape(in.element_type(), out.dims()));
-    }
-    case Opcode::kDot:
-      return infer_dot(inst);
-    case Opcode::kConvolution:
-      return infer_convolution(inst);
-    case Opcode::kReduce:
-      return infer_reduce(inst);
-    case Opcode::kGather:
-      return infer_gather(inst);
-    case Opcode::kSlice: {
-      if (ops.size() != 1 || !ops[0]->shape().is_array()) return none();
-      auto ranges = slice_attr(inst);
-      if (!ranges) return none();
-      const Shape& in = ops[0]->shape();
-      if (static_cast<int>(ranges->size()) != in.rank())
-        return error("slice has " + std::to_string(ranges->size()) + " ranges but the operand has rank " +
-                     std::to_string(in.rank()));
-      Ints out;
-      for (int i = 0; i < in.rank(); ++i) {
-        const SliceRange& r = (*ranges)[static_cast<std::size_t>(i)];
-        if (r.start < 0 || r.start > r.limit || r.limit > in.dim(i) || r.stride <= 0)
-          return error("slice range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" +
-                       std::to_string(r.stride) + "] is invalid for dimension " + std::to_string(i) + " of size " +
-                       std::to_string(in.dim(i)));
-        out.push_back((r.limit - r.start + r.stride - 1) / r.stride);
-      }
-      return shape_of(Shape(in.element_type(), std::move(out)));
-    }
-    case Opcode::kDynamicSlice: {
-      if (ops.empty() || !ops[0]->shape().is_array()) return none();
-      auto sizes = ints_attr(inst, AttrId::kDynamicSliceSizes);
-      if (!sizes) return none();
-      const Shape& in = ops[0]->shape();
-      if (static_cast<int>(sizes->size()) != in.rank())
-        return error("dynamic_slice_sizes has " + std::to_string(sizes->size()) + " entries but the operand has rank " +
-                     std::to_string(in.rank()));
-      for (int i = 0; i < in.rank(); ++i)
-        if ((*sizes)[static_cast<std::size_t>(i)] > in.dim(i) || (*sizes)[static_cast<std::size_t>(i)] < 0)
-          return error("dynamic slice size " + std::to_string((*sizes)[static_cast<std::size_t>(i)]) +
-                       " exceeds dimension " + std::to_string(i) + " of size " + std::to_string(in.dim(i)));
-      return shape_of(Shape(in.element_type(), *sizes));
-    }
-    case Opcode::kDynamicUpdateSlice: {
-      if (ops.size() < 2 || !ops[0]->shape().is_array() || !ops[1]->shape().is_array()) return none();
-      const Shape& in = ops[0]->shape();
-      const Shape& upd = ops[1]->shape();
-      if (upd.rank() != in.rank())
-        return error("dynamic-update-slice update " + upd.to_string(false) + " has a different rank than " +
-                     in.to_string(false));
-      for (int i = 0; i < in.rank(); ++i)
-        if (upd.dim(i) > in.dim(i))
-          return error("dynamic-update-slice update " + upd.to_string(false) + " is larger than the operand " +
-                       in.to_string(false) + " in dimension " + std::to_string(i));
-      return shape_of(Shape(in.element_type(), in.dims()));
-    }
-    case Opcode::kConcatenate: {
-      if (ops.empty() || !ops[0]->shape().is_array()) return none();
-      auto dims = ints_attr(inst, AttrId::kDimensions);
-      if (!dims || dims->size() != 1) return none();
-      const Shape& first = ops[0]->shape();
-      const std::int64_t d = (*dims)[0];
-      if (!valid_dim(d, first.rank()))
-        return error("concatenate dimension " + std::to_string(d) + " out of range for rank " +
-                     std::to_string(first.rank()));
-      Ints out = first.dims();
-      for (std::size_t k = 1; k < ops.size(); ++k) {
-        const Shape& s = ops[k]->shape();
-        if (!s.is_array() || s.rank() != first.rank())
-          return error("concatenate operands must have equal ranks");
-        for (int i = 0; i < s.rank(); ++i)
-          if (i != d && s.dim(i) != first.dim(i))
-            return error("concatenate operand " + std::to_string(k) + " " + s.to_string(false) + " differs from " +
-                         first.to_string(false) + " outside dimension " + std::to_string(d));
-        out[static_cast<std::size_t>(d)] += s.dim(static_cast<int>(d));
-      }
-      return shape_of(Shape(first.element_type(), std::move(out)));
-    }
-    case Opcode::kPad: {
-      if (ops.size() != 2 || !ops[0]->shape().is_array()) return none();
-      auto pads = padding_attr(inst);
-      if (!pads) return none();
-      const Shape& in = ops[0]->shape();
-      if (static_cast<int>(pads->size()) != in.rank())
-        return error("padding has " + std::to_string(pads->size()) + " dimensions but the operand has rank " +
-                     std::to_string(in.rank()));
-      Ints out;
-      for (int i = 0; i < in.rank(); ++i) {
-        const PadDim& p = (*pads)[static_cast<std::size_t>(i)];
-        const std::int64_t x = in.dim(i);
-        out.push_back(p.low + p.high + x + (x > 0 ? (x - 1) * p.interior : 0));
-      }
-      return shape_of(Shape(in.element_type(), std::move(out)));
-    }
-    case Opcode::kScatter: {
-      if (ops.size() < 3 || (ops.size() - 1) % 2) return none();
-      const std::size_t n = (ops.size() - 1) / 2;
-      // Updates have one dimension per scatter index (the indices' dims
-      // minus index_vector_dim) plus one per update_window_dims entry.
-      const Shape& indices = ops[n]->shape();
-      auto uwd = ints_attr(inst, AttrId::kUpdateWindowDims);
-      auto ivd = int_attr(inst, AttrId::kIndexVectorDim);
-      if (uwd && ivd && indices.is_array()) {
-        const std::int64_t batch = indices.rank() - (*ivd < indices.rank() ? 1 : 0);
-        for (std::size_t i = 0; i < n; ++i) {
-          const Shape& upd = ops[n + 1 + i]->shape();
-          if (upd.is_array() && upd.rank() != batch + static_cast<std::int64_t>(uwd->size()))
-            return error("scatter update " + upd.to_string(false) + " should have rank " +
-                         std::to_string(batch + static_cast<std::int64_t>(uwd->size())) + " (" +
-                         std::to_string(batch) + " scatter dimensions + " + std::to_string(uwd->size()) +
-                         " update_window_dims)");
-        }
-      }
-      std::vector<Shape> outs;
-      for (std::size_t i = 0; i < n; ++i) outs.push_back(ops[i]->shape());
-      return shape_of(tuple_or_single(std::move(outs)));
-    }
-    case Opcode::kAllReduce:
-    case Opcode::kAllToAll:
-    case Opcode::kCollectiveBroadcast: {
-      if (ops.empty()) return none();
-      std::vector<Shape> outs;
-      for (const Instruction* o : ops) outs.push_back(o->shape());
-      return shape_of(tuple_or_single(std::move(outs)));
-    }
-    case Opcode::kCollectivePermute:
-      if (ops.size() != 1) return none();
-      return shape_of(ops[0]->shape());
-    case Opcode::kAllGather:
-    case Opcode::kReduceScatter: {
-      auto dims = ints_attr(inst, AttrId::kDimensions);
-      auto g = group_size(inst);
-      if (!dims || dims->size() != 1 || !g || ops.empty()) return none();
-      const std::int64_t d = (*dims)[0];
-      std::vector<Shape> outs;
-      for (const Instruction* o : ops) {
-        const Shape& s = o->shape();
-        if (!s.is_array() || !valid_dim(d, s.rank())) return none();
-        Ints out = s.dims();
-        auto& x = out[static_cast<std::size_t>(d)];
-        if (inst.opcode() == Opcode::kAllGather) {
-          x *= *g;
-        } else {
-          if (x % *g)
-            return error("reduce-scatter dimension " + std::to_string(d) + " of size " + std::to_string(x) +
-                         " is not divisible by the group size " + std::to_string(*g));
-          x /= *g;
-        }
-        outs.emplace_back(s.element_type(), std::move(out));
-      }
-      return shape_of(tuple_or_single(std::move(outs)));
-    }
-    case Opcode::kCall:
-      return from_called(inst.called(AttrId::kToApply));
-    case Opcode::kFusion:
-      return from_called(inst.fused_computation());
-    case Opcode::kWhile:
-      if (ops.size() != 1) return none();
-      return shape_of(ops[0]->shape());
-    case Opcode::kOptimizationBarrier:
-    case Opcode::kCopy:
-    case Opcode::kReverse:
-    case Opcode::kReducePrecision:
-      if (ops.size() != 1) return none();
-      return shape_of(ops[0]->shape());
-    default:
-      break;
-  }
+  const auto index = static_cast<std::size_t>(inst.opcode());
+  if (index < shape_rules().size() && shape_rules()[index] != nullptr) return shape_rules()[index](inst);
   const OpCategory cat = opcode_category(inst.opcode());
   if (cat == OpCategory::kElementwiseUnary || cat == OpCategory::kElementwiseBinary) {
     return elementwise(inst, 0);

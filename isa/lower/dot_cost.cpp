@@ -95,8 +95,8 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   // with double-buffered ws weights the next tile loads while this one
   // streams; a bare array loads (os: nothing to load) after the last
   // matmul's results have drained.
-  const bool overlapped = mxu.double_buffered_weights && mxu.dataflow == "ws";
-  const Cycles load = mxu.dataflow == "os" ? 0 : mxu_weight_load_cycles(mxu);
+  const bool overlapped = mxu.double_buffered_weights && mxu.dataflow == Dataflow::kWs;
+  const Cycles load = mxu.dataflow == Dataflow::kOs ? 0 : mxu_weight_load_cycles(mxu);
   const Cycles item = overlapped ? std::max(mt.issue, load) : load + mt.latency;
   c.step_mxu_s = static_cast<double>(ceil_div(t.tk, R)) * per_mxu_avg * static_cast<double>(item) / clock;
 
