@@ -121,6 +121,7 @@ def compare(expected, actual):
     got = actual.split("\n")
     at = 0
     for line, text in expected:
+        text = text.replace("\u2026", "...")  # "…" elides as "..." does
         if not text.strip() or text.strip() in ("...", "[...]"):
             continue
         want = pattern(text)
