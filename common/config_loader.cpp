@@ -393,7 +393,7 @@ Diagnostic at_key(const LoadedConfig& c, std::string_view key, std::string messa
   Diagnostic d;
   d.message = std::move(message);
   auto it = c.origins.find(key);
-  if (it != c.origins.end() && it->second.kind != OriginKind::kDefault) {
+  if (it != c.origins.end() && it->second.kind != OriginKind::kDefault && it->second.kind != OriginKind::kRule) {
     d.file = it->second.file;
     d.line = it->second.line;
     d.column = it->second.column;
@@ -416,6 +416,7 @@ Result<LoadedConfig> finish(LoadedConfig cfg, std::vector<Diagnostic> diags) {
     system.wraparound.clear();
     for (const auto& a : wrap_by_rule(system)) system.wraparound.push_back(a.wraps);
     system.wraparound_by_rule = true;
+    cfg.origins["system.wraparound"] = Origin{OriginKind::kRule, "system.wrap_rule", 0, 0};
   }
   if (diags.empty()) {
     for (const auto& p : all_params()) {
@@ -448,6 +449,7 @@ std::string Origin::describe() const {
     case OriginKind::kPreset: return fmt::format("preset {}:{}", file, line);
     case OriginKind::kFile: return fmt::format("{}:{}", file, line);
     case OriginKind::kFlag: return file;
+    case OriginKind::kRule: return "by " + file;
   }
   return "?";
 }

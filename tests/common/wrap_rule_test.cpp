@@ -46,6 +46,7 @@ TEST(WrapRule, StatedWraparoundOverridesTheRule) {
   auto r = load_config("v5e", std::vector<std::string>{"system.topology=[8,16]"});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->chip.system.wraparound_by_rule);
+  EXPECT_EQ(r->origins.at("system.wraparound").describe(), "by system.wrap_rule");
   const auto notes = wraparound_notes(r->chip.system);
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_THAT(notes[0], HasSubstr("axis 0 (8 chips): no wraparound (axis-length rule: an axis of 16 wraps"));
