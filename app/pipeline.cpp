@@ -17,6 +17,11 @@ bool is_hlo_path(const std::string& path) {
   return path.ends_with(".hlo") || path.ends_with(".txt") || path.ends_with(".hlotxt");
 }
 
+std::string path_for_chips(std::string path, std::int64_t chips) {
+  if (const auto at = path.find("{chips}"); at != std::string::npos) path.replace(at, 7, std::to_string(chips));
+  return path;
+}
+
 std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
                                     std::ostream* notes, bool strict) {
   auto parsed = hlo::parse_hlo_file(path, {.strict = strict});
@@ -33,7 +38,7 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   }
   Compiled c;
   c.hlo_warnings = warnings;
-  c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive(chip)));
+  c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
   auto lowered = lower::lower_for_chip(module, chip);
   if (!lowered.ok()) {
     error = {kFailure, format_all(lowered.errors())};

@@ -27,6 +27,9 @@ enum ExitCode : int {
 
 // HLO text or assembly, by the file name.
 [[nodiscard]] bool is_hlo_path(const std::string& path);
+// A workload per system size: "{chips}" in `path` becomes the chip count
+// (model.{chips}.hlo -> model.64.hlo; `tpusim scale`, sweeps over topology).
+[[nodiscard]] std::string path_for_chips(std::string path, std::int64_t chips);
 
 struct Compiled {
   std::vector<isa::Program> programs;  // one per TensorCore of a megacore chip (HLO), else one

@@ -57,13 +57,27 @@ enum class CollectiveAlgorithm {
 #undef TPUSIM_X
 };
 
+// Which axes of a slice wrap around when system.wraparound is not stated
+// (the generation's rule, data in each preset; common/params.def).
+#define TPUSIM_WRAP_RULES(X) \
+  X(kNone, "none")           \
+  X(kFullCube, "full-cube")  \
+  X(kAxisLength, "axis-length")
+enum class WrapRule {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_WRAP_RULES(TPUSIM_X)
+#undef TPUSIM_X
+};
+
 [[nodiscard]] std::string_view enum_name(Dataflow v);
 [[nodiscard]] std::string_view enum_name(LoopMode v);
 [[nodiscard]] std::string_view enum_name(CollectiveAlgorithm v);
+[[nodiscard]] std::string_view enum_name(WrapRule v);
 // False (out unchanged) when `text` is not a name of the enum.
 bool parse_enum(std::string_view text, Dataflow& out);
 bool parse_enum(std::string_view text, LoopMode& out);
 bool parse_enum(std::string_view text, CollectiveAlgorithm& out);
+bool parse_enum(std::string_view text, WrapRule& out);
 
 struct MxuConfig {
   std::int64_t count = 0;
@@ -164,7 +178,10 @@ struct DcnConfig {
 
 struct SystemTopology {
   std::vector<std::int64_t> topology;  // chips per axis, e.g. {4, 4}
-  std::vector<bool> wraparound;        // per axis; empty = none stated
+  std::vector<bool> wraparound;        // per axis; empty = no axis wraps
+  WrapRule wrap_rule = WrapRule::kNone;  // fills wraparound when no layer states it
+  std::int64_t wrap_size = 4;          // the rule's cube edge or axis length
+  bool wraparound_by_rule = false;     // set by the loader: wraparound came from wrap_rule
   bool twisted = false;
   std::int64_t slices = 1;
   std::int64_t full_mode_max_chips = 256;  // above: symmetric mode unless --mode says otherwise
@@ -175,6 +192,15 @@ struct SystemTopology {
 // Chips in the system: the product of the topology's extents × slices (the
 // one place this product is computed).
 [[nodiscard]] std::int64_t chip_count(const SystemTopology& system);
+
+// Per axis of system.topology: does it wrap under system.wrap_rule, and why.
+struct AxisWrap {
+  bool wraps = false;
+  std::string why;
+};
+[[nodiscard]] std::vector<AxisWrap> wrap_by_rule(const SystemTopology& system);
+// One line per axis: what wraps and why (the rule, or system.wraparound).
+[[nodiscard]] std::vector<std::string> wraparound_notes(const SystemTopology& system);
 
 // How the simulator runs a program (not a hardware property; a config key so
 // sweeps and validation rows can set it).
@@ -214,6 +240,13 @@ struct DerivedFigures {
   std::int64_t chips = 0;
 };
 
+// Figures of the whole chip (all TensorCores).
 DerivedFigures derive(const ChipConfig& c);
+// TensorCores of one device: all of a megacore chip's (or a one-core chip's),
+// else one (v7: each TensorCore is a device; a module runs on one).
+[[nodiscard]] std::int64_t tensorcores_per_device(const ChipConfig& c);
+// Figures of one device (what one module runs on): compute peaks of its
+// TensorCores; HBM and ICI as simulated, the chip's.
+DerivedFigures derive_device(const ChipConfig& c);
 
 }  // namespace tpusim

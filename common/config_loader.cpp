@@ -393,7 +393,7 @@ Diagnostic at_key(const LoadedConfig& c, std::string_view key, std::string messa
   Diagnostic d;
   d.message = std::move(message);
   auto it = c.origins.find(key);
-  if (it != c.origins.end() && it->second.kind != OriginKind::kDefault) {
+  if (it != c.origins.end() && it->second.kind != OriginKind::kDefault && it->second.kind != OriginKind::kRule) {
     d.file = it->second.file;
     d.line = it->second.line;
     d.column = it->second.column;
@@ -409,6 +409,15 @@ std::string origin_of(const LoadedConfig& c, std::string_view key) {
 }
 
 Result<LoadedConfig> finish(LoadedConfig cfg, std::vector<Diagnostic> diags) {
+  // No layer stated system.wraparound: the generation's rule decides.
+  if (auto it = cfg.origins.find("system.wraparound");
+      it == cfg.origins.end() || it->second.kind == OriginKind::kDefault) {
+    auto& system = cfg.chip.system;
+    system.wraparound.clear();
+    for (const auto& a : wrap_by_rule(system)) system.wraparound.push_back(a.wraps);
+    system.wraparound_by_rule = true;
+    cfg.origins["system.wraparound"] = Origin{OriginKind::kRule, "system.wrap_rule", 0, 0};
+  }
   if (diags.empty()) {
     for (const auto& p : all_params()) {
       if (p.required() && !cfg.origins.contains(p.key)) {
@@ -440,6 +449,7 @@ std::string Origin::describe() const {
     case OriginKind::kPreset: return fmt::format("preset {}:{}", file, line);
     case OriginKind::kFile: return fmt::format("{}:{}", file, line);
     case OriginKind::kFlag: return file;
+    case OriginKind::kRule: return "by " + file;
   }
   return "?";
 }
@@ -565,10 +575,56 @@ DerivedFigures derive(const ChipConfig& c) {
   return d;
 }
 
+std::int64_t tensorcores_per_device(const ChipConfig& c) { return c.megacore ? c.tensorcores : 1; }
+
+DerivedFigures derive_device(const ChipConfig& c) {
+  ChipConfig device = c;
+  device.tensorcores = tensorcores_per_device(c);
+  return derive(device);
+}
+
 std::int64_t chip_count(const SystemTopology& system) {
   std::int64_t product = 1;
   for (auto n : system.topology) product *= n;
   return product * system.slices;
+}
+
+std::vector<AxisWrap> wrap_by_rule(const SystemTopology& system) {
+  const auto& topo = system.topology;
+  const std::int64_t k = system.wrap_size;
+  std::vector<AxisWrap> out;
+  switch (system.wrap_rule) {
+    case WrapRule::kNone:
+      for (std::size_t a = 0; a < topo.size(); ++a) out.push_back({false, "wrap_rule none"});
+      break;
+    case WrapRule::kFullCube: {
+      const bool cubes = topo.size() == 3 && std::all_of(topo.begin(), topo.end(), [&](std::int64_t n) {
+                           return n >= k && n % k == 0;
+                         });
+      const std::string why = cubes ? fmt::format("full-cube rule: every axis a multiple of {}", k)
+                                    : fmt::format("full-cube rule: not {}x{}x{} cubes (sub-cube slice)", k, k, k);
+      for (std::size_t a = 0; a < topo.size(); ++a) out.push_back({cubes, why});
+      break;
+    }
+    case WrapRule::kAxisLength:
+      for (auto n : topo) {
+        const bool wraps = n == k;
+        out.push_back({wraps, fmt::format("axis-length rule: an axis of {} wraps, this one has {}", k, n)});
+      }
+      break;
+  }
+  return out;
+}
+
+std::vector<std::string> wraparound_notes(const SystemTopology& system) {
+  std::vector<std::string> out;
+  const auto rule = wrap_by_rule(system);
+  for (std::size_t a = 0; a < system.topology.size(); ++a) {
+    const bool wraps = a < system.wraparound.size() && system.wraparound[a];
+    out.push_back(fmt::format("axis {} ({} chips): {} ({})", a, system.topology[a], wraps ? "wraps" : "no wraparound",
+                              system.wraparound_by_rule ? rule[a].why : "system.wraparound set"));
+  }
+  return out;
 }
 
 #define TPUSIM_ENUM_NAMES(Enum, TABLE)          \
@@ -590,6 +646,7 @@ std::int64_t chip_count(const SystemTopology& system) {
 TPUSIM_ENUM_NAMES(Dataflow, TPUSIM_DATAFLOWS)
 TPUSIM_ENUM_NAMES(LoopMode, TPUSIM_LOOP_MODES)
 TPUSIM_ENUM_NAMES(CollectiveAlgorithm, TPUSIM_COLLECTIVE_ALGORITHMS)
+TPUSIM_ENUM_NAMES(WrapRule, TPUSIM_WRAP_RULES)
 #undef TPUSIM_ENUM_NAMES
 #undef TPUSIM_ENUM_CASE
 #undef TPUSIM_ENUM_PARSE

@@ -14,7 +14,8 @@
 
 namespace tpusim {
 
-enum class OriginKind { kDefault, kPreset, kFile, kFlag };
+// kRule: derived from other keys (system.wraparound from system.wrap_rule).
+enum class OriginKind { kDefault, kPreset, kFile, kFlag, kRule };
 
 // Where a configuration value came from.
 struct Origin {

@@ -33,6 +33,11 @@ std::string wrap_all_list(const std::string& yaml_list) {
   return out + "]";
 }
 
+std::string wraparound_override(std::optional<bool> wrap, const std::string& yaml_list) {
+  if (!wrap) return "";
+  return "system.wraparound=" + (*wrap ? wrap_all_list(yaml_list) : std::string("[]"));
+}
+
 Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
                                  const SpmdOptions& options) {
   std::vector<std::vector<isa::Program>> per_chip;

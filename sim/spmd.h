@@ -64,6 +64,9 @@ struct SpmdResult {
 std::string system_to_yaml_list(const std::string& text);
 // "[true,true]" for a "[4,4]" list (every axis wraps).
 std::string wrap_all_list(const std::string& yaml_list);
+// The system.wraparound override of --wrap (every axis of `yaml_list`) or
+// --no-wrap (none); "" for neither (the config or its wrap_rule decides).
+std::string wraparound_override(std::optional<bool> wrap, const std::string& yaml_list);
 
 Result<SpmdResult> simulate_spmd(const ChipConfig& chip, std::vector<isa::Program> programs,
                                  const SpmdOptions& options = {});

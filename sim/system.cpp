@@ -153,6 +153,7 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
                                        ncores, network ? " per chip" : ""));
   }
   if (network) {
+    for (const auto& axis : wraparound_notes(chip.system)) result.notes.push_back("wraparound: " + axis);
     result.notes.push_back(
         mode == SpmdMode::kFull
             ? fmt::format("full mode: {} chips simulated; each collective completes at its group's last issue + the "

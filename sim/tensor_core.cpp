@@ -291,7 +291,7 @@ CoTask TensorCore::sequencer() {
     std::uint32_t next = pc + 1;
     if (op == isa::Opcode::kRepeat) {
       const auto& r = std::get<isa::Repeat>(inst.op);
-      if (r.count <= 0) {
+      if (r.count <= 0 || match[pc] == pc + 1) {  // no iterations, or an empty body (takes no time)
         next = match[pc] + 1;
       } else {
         loops.emplace_back();

@@ -82,7 +82,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   // Multi-chip SPMD runs (issue 7; docs/spmd.md).
   run_cmd->add_option("--system", run_opt.system, "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology)")
       ->type_name("AxBxC");
-  run_cmd->add_flag("--wrap", run_opt.wrap, "Every axis of --system wraps around (a torus; default: system.wraparound)");
+  run_cmd->add_flag_callback("--wrap", [&] { run_opt.wrap = true; },
+                             "Every axis of --system wraps around (a torus; default: system.wraparound, else the "
+                             "chip's system.wrap_rule)");
+  run_cmd->add_flag_callback("--no-wrap", [&] { run_opt.wrap = false; }, "No axis wraps around (a mesh)");
   run_cmd->add_option("--mode", run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
   add_loops_option(*run_cmd, opt);
@@ -166,7 +169,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   scale->add_option("--systems", scale_opt.systems, "System shapes to run, e.g. 2x2,4x4,8x8")
       ->type_name("LIST")
       ->required();
-  scale->add_flag("--wrap", scale_opt.wrap, "Every axis of every shape wraps around (a torus)");
+  scale->add_flag_callback("--wrap", [&] { scale_opt.wrap = true; }, "Every axis of every shape wraps around (a torus)");
+  scale->add_flag_callback("--no-wrap", [&] { scale_opt.wrap = false; },
+                           "No axis wraps (a mesh; default: the chip's system.wrap_rule)");
   scale->add_flag("--strong", scale_opt.strong, "Efficiency as strong scaling: t1*chips1 / (t*chips) (default: weak, t1/t)");
   scale->add_option("--mode", scale_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");

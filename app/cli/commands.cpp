@@ -48,9 +48,14 @@ namespace {
 // about that key name the flag.
 bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, LoadedConfig& cfg, std::ostream& err) {
   if (run.system.empty()) {
-    if (run.wrap) {
+    if (run.wrap == true) {
       err << "--wrap: error: needs --system (it wraps every axis of that shape)\n";
       return false;
+    }
+    if (run.wrap == false) {
+      CommonOptions with = opt;
+      with.overrides.push_back(wraparound_override(false, ""));
+      return load_chip(with, cfg, err);
     }
     return load_chip(opt, cfg, err);
   }
@@ -64,7 +69,7 @@ bool load_chip_with_system(const CommonOptions& opt, const RunOptions& run, Load
   CommonOptions with = opt;
   const std::string override_text = "system.topology=" + list;
   with.overrides.push_back(override_text);
-  if (run.wrap) with.overrides.push_back("system.wraparound=" + wrap_all_list(list));
+  if (auto w = wraparound_override(run.wrap, list); !w.empty()) with.overrides.push_back(w);
   auto r = load_config(with.chip, with.overrides);
   if (!r.ok()) {
     std::vector<Diagnostic> ds = r.errors();
@@ -163,7 +168,8 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
 int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err) {
   LoadedConfig cfg;
   if (!load_chip(opt, cfg, err)) return kUsageError;
-  const hlo::RooflineRates rates = hlo::RooflineRates::from_figures(derive(cfg.chip));
+  const DerivedFigures device = derive_device(cfg.chip);
+  const hlo::RooflineRates rates = hlo::RooflineRates::from_figures(device);
   const hlo::AnalyzeFormat f = opt.format == Format::kJson  ? hlo::AnalyzeFormat::kJson
                                : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
                                                             : hlo::AnalyzeFormat::kText;
@@ -180,9 +186,13 @@ int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream
   if (opt.format != Format::kText) {
     out << *r;
   } else {
-    out << fmt::format("chip {}: bf16 peak {:.4g} TFLOP/s, HBM {:.4g} GB/s, ICI {:.4g} GB/s per chip\n", cfg.chip.name,
-                       derive(cfg.chip).peak_flops_bf16 / 1e12, cfg.chip.hbm.bandwidth / 1e9,
-                       derive(cfg.chip).ici_bytes_per_s_per_chip / 1e9)
+    const std::int64_t cores = tensorcores_per_device(cfg.chip);
+    const std::string per = cores == cfg.chip.tensorcores
+                                ? std::string()
+                                : fmt::format(" (one device: {} of the chip's {} TensorCores)", cores, cfg.chip.tensorcores);
+    out << fmt::format("chip {}: bf16 peak {:.4g} TFLOP/s{}, HBM {:.4g} GB/s, ICI {:.4g} GB/s per chip\n", cfg.chip.name,
+                       device.peak_flops_bf16 / 1e12, per, cfg.chip.hbm.bandwidth / 1e9,
+                       device.ici_bytes_per_s_per_chip / 1e9)
         << *r;
   }
   return kOk;

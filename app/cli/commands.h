@@ -20,7 +20,9 @@ struct RunOptions {
   double trace_merge_us = 0;
   std::string system;  // --system 4x4x4: sets system.topology ("" = the config's)
   std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)
-  bool wrap = false;   // --wrap: every axis of --system wraps around (a torus)
+  // --wrap: every axis of --system wraps around (a torus); --no-wrap: none;
+  // neither: system.wraparound, else the chip's system.wrap_rule.
+  std::optional<bool> wrap;
 };
 
 

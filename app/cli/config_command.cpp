@@ -129,6 +129,12 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
   j["config"] = values;
   j["origin"] = origins;
   j["derived"] = derived_json(d);
+  j["wraparound"] = wraparound_notes(c.system);
+  const DerivedFigures dev = derive_device(c);
+  j["device"] = {{"tensorcores", tensorcores_per_device(c)},
+                 {"peak_flops_per_s", derived_json(dev)["peak_flops_per_s"]},
+                 {"vpu_flops_per_s", dev.vpu_flops_per_s},
+                 {"critical_intensity_flops_per_byte", dev.critical_intensity_flops_per_byte}};
   if (!write_output_file(opt, "config.json", j.dump(2) + "\n", err)) return kUsageError;
 
   if (opt.format == Format::kJson) {
@@ -148,7 +154,7 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
     out << fmt::format("{:<36} {:<18} {}\n", p.key, param_value_text(p, c),
                        origins[std::string(p.key)].get<std::string>());
   }
-  out << "\nderived\n";
+  out << "\nderived (per chip)\n";
   out << fmt::format("  {:<34} {}\n", "peak bf16", peak_text(d.peak_flops_bf16, "FLOP/s"));
   out << fmt::format("  {:<34} {}\n", "peak f32 (DEFAULT precision)", peak_text(d.peak_flops_f32, "FLOP/s"));
   out << fmt::format("  {:<34} {}\n", "peak int8", peak_text(d.peak_flops_int8, "OP/s"));
@@ -159,6 +165,19 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
   out << fmt::format("  {:<34} {}\n", "ICI per chip (all links, both ways)", format_si(d.ici_bytes_per_s_per_chip, "B/s"));
   out << fmt::format("  {:<34} {:.1f} FLOP/B\n", "critical intensity (bf16 / HBM)", d.critical_intensity_flops_per_byte);
   out << fmt::format("  {:<34} {}\n", "chips in system", d.chips);
+  for (const auto& axis : wraparound_notes(c.system)) out << fmt::format("  {:<34} {}\n", "wraparound", axis);
+  if (tensorcores_per_device(c) != c.tensorcores) {
+    // Each TensorCore is a device: a module runs on one, and its roofline uses these.
+    out << fmt::format("\nper device ({} of the chip's {} TensorCores; HBM and ICI are the chip's)\n",
+                       tensorcores_per_device(c), c.tensorcores);
+    out << fmt::format("  {:<34} {}\n", "peak bf16", peak_text(dev.peak_flops_bf16, "FLOP/s"));
+    out << fmt::format("  {:<34} {}\n", "peak f32 (DEFAULT precision)", peak_text(dev.peak_flops_f32, "FLOP/s"));
+    out << fmt::format("  {:<34} {}\n", "peak int8", peak_text(dev.peak_flops_int8, "OP/s"));
+    out << fmt::format("  {:<34} {}\n", "peak fp8", peak_text(dev.peak_flops_fp8, "FLOP/s"));
+    out << fmt::format("  {:<34} {}\n", "VPU", format_si(dev.vpu_flops_per_s, "FLOP/s"));
+    out << fmt::format("  {:<34} {:.1f} FLOP/B\n", "critical intensity (bf16 / HBM)",
+                       dev.critical_intensity_flops_per_byte);
+  }
   return kOk;
 }
 

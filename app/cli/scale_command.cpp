@@ -32,11 +32,11 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 // One system size, in a child process (one SystemC elaboration each).
-json run_point(const CommonOptions& opt, const std::string& input, const std::string& list, bool wrap,
+json run_point(const CommonOptions& opt, const std::string& input, const std::string& list, std::optional<bool> wrap,
                std::optional<SpmdMode> mode) {
   std::vector<std::string> sets = opt.overrides;
   sets.push_back("system.topology=" + list);
-  if (wrap) sets.push_back("system.wraparound=" + wrap_all_list(list));
+  if (auto w = wraparound_override(wrap, list); !w.empty()) sets.push_back(w);
   auto cfg = load_config(opt.chip, sets);
   if (!cfg.ok()) return json{{"error", format_all(cfg.errors())}};
   app::PipelineOptions po;
@@ -116,9 +116,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   for (const auto& list : lists) {
     std::int64_t chips = 1;
     for (const auto& part : split_commas(list.substr(1, list.size() - 2))) chips *= std::stoll(part);
-    std::string path = input;
-    if (const auto at = path.find("{chips}"); at != std::string::npos) path.replace(at, 7, std::to_string(chips));
-    inputs.push_back(path);
+    inputs.push_back(app::path_for_chips(input, chips));
   }
   // Fail early on a bad chip, override or input file, once, before forking.
   LoadedConfig cfg;

@@ -12,7 +12,7 @@ namespace tpusim::cli {
 struct ScaleOptions {
   std::string systems;  // "2x2,4x4,8x8"
   std::string mode;     // "" | full | symmetric
-  bool wrap = false;    // every axis of every shape wraps around
+  std::optional<bool> wrap;  // --wrap / --no-wrap: every axis / no axis of every shape wraps
   bool strong = false;  // efficiency as strong scaling (one global problem)
 };
 

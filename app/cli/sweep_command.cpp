@@ -152,7 +152,8 @@ int cmd_sweep(const CommonOptions& opt, const SweepOptions& s, std::ostream& out
 }
 
 namespace {
-bool read_inputs(const SweepOptions& s, std::vector<sweep::Record>& records, std::ostream& err) {
+// `corrupt`: lines that are not records and not an unfinished last line.
+bool read_inputs(const SweepOptions& s, std::vector<sweep::Record>& records, std::size_t& corrupt, std::ostream& err) {
   auto rr = sweep::read_records(s.inputs);
   if (!rr) {
     err << format_all(rr.errors());
@@ -160,17 +161,25 @@ bool read_inputs(const SweepOptions& s, std::vector<sweep::Record>& records, std
   }
   for (const auto& d : rr->skipped) err << d.format() << "\n";
   records = std::move(rr->records);
+  corrupt = rr->corrupt;
   return true;
+}
+
+std::string corrupt_text(std::size_t corrupt) {
+  return fmt::format("{} corrupt line{} in the results (skipped; listed on stderr): the results are incomplete\n",
+                     corrupt, corrupt == 1 ? "" : "s");
 }
 }  // namespace
 
 int cmd_sweep_export(const CommonOptions& /*opt*/, const SweepOptions& s, std::ostream& out, std::ostream& err) {
   std::vector<sweep::Record> records;
-  if (!read_inputs(s, records, err)) return kUsageError;
+  std::size_t corrupt = 0;
+  if (!read_inputs(s, records, corrupt, err)) return kUsageError;
   const std::string csv = sweep::export_csv(records);
   if (s.output.empty() || s.output == "-") {
     out << csv;
-    return kOk;
+    if (corrupt > 0) err << "tpusim sweep export: " << corrupt_text(corrupt);
+    return corrupt > 0 ? kFailure : kOk;
   }
   std::ofstream f(s.output, std::ios::binary);
   if (!(f << csv)) {
@@ -178,19 +187,23 @@ int cmd_sweep_export(const CommonOptions& /*opt*/, const SweepOptions& s, std::o
     return kUsageError;
   }
   if (records.empty()) err << "tpusim sweep export: no records\n";
-  return kOk;
+  if (corrupt > 0) err << "tpusim sweep export: " << corrupt_text(corrupt);
+  return corrupt > 0 ? kFailure : kOk;
 }
 
 int cmd_sweep_report(const CommonOptions& opt, const SweepOptions& s, std::ostream& out, std::ostream& err) {
   std::vector<sweep::Record> records;
-  if (!read_inputs(s, records, err)) return kUsageError;
-  const auto rep = sweep::sweep_report(records);
+  std::size_t corrupt = 0;
+  if (!read_inputs(s, records, corrupt, err)) return kUsageError;
+  auto rep = sweep::sweep_report(records);
   if (opt.format == Format::kJson) {
+    rep["corrupt_lines"] = corrupt;
     out << rep.dump(2) << "\n";
   } else {
     out << sweep::format_report(rep);
+    if (corrupt > 0) out << corrupt_text(corrupt);
   }
-  return kOk;
+  return corrupt > 0 ? kFailure : kOk;
 }
 
 }  // namespace tpusim::cli

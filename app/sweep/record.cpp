@@ -69,7 +69,13 @@ Result<ReadRecords> read_records(const std::vector<std::string>& paths) {
         if (!r.is_object()) throw std::runtime_error("not an object");
         out.records.push_back(std::move(r));
       } catch (const std::exception&) {
-        out.skipped.push_back(Diagnostic{path, n, 1, "not a complete JSON record (skipped)", ""});
+        // getline hit the end without a newline: the last write is unfinished.
+        const bool unfinished = in.eof();
+        out.skipped.push_back(Diagnostic{path, n, 1,
+                                         unfinished ? "not a complete JSON record (an unfinished last line; skipped)"
+                                                    : "corrupt line: not a JSON record (skipped)",
+                                         ""});
+        if (!unfinished) ++out.corrupt;
       }
     }
   }

@@ -33,6 +33,9 @@ const nlohmann::json* find_path(const nlohmann::json& j, std::string_view path);
 struct ReadRecords {
   std::vector<Record> records;
   std::vector<Diagnostic> skipped;  // malformed lines (e.g. cut by kill -9)
+  // The malformed lines of `skipped` that are not an unterminated last line
+  // (a write in progress or cut short): the file was damaged.
+  std::size_t corrupt = 0;
 };
 // Reads one or more JSON Lines files; a file that cannot be opened is an error.
 Result<ReadRecords> read_records(const std::vector<std::string>& paths);

@@ -12,10 +12,12 @@
 #include <poll.h>
 #include <map>
 #include <set>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "app/pipeline.h"
 #include "common/config_loader.h"
 #include "app/sweep/point.h"
 
@@ -401,7 +403,27 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   // Results file: resume reads what is there, otherwise it must be new.
   std::set<std::string> done;
   std::error_code ec;
-  const bool exists = std::filesystem::exists(opt.results_path, ec) && std::filesystem::file_size(opt.results_path, ec) > 0;
+  if (const auto dir = std::filesystem::path(opt.results_path).parent_path(); !dir.empty()) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Diagnostic{dir.string(), 0, 0, fmt::format("cannot create the directory: {}", ec.message()), ""};
+  }
+  const int fd = open(opt.results_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Diagnostic{opt.results_path, 0, 0, fmt::format("cannot write: {}", std::strerror(errno)), ""};
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  // One writer per results file: a second sweep into it would run and write
+  // every point again. The lock goes with the descriptor (and the process).
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return Diagnostic{opt.results_path, 0, 0,
+                      errno == EWOULDBLOCK
+                          ? "another sweep is writing this results file; wait for it (then --resume) or write "
+                            "elsewhere (--results, --out)"
+                          : fmt::format("cannot lock: {}", std::strerror(errno)),
+                      ""};
+  }
+  const bool exists = std::filesystem::file_size(opt.results_path, ec) > 0 && !ec;
   if (exists && !opt.resume) {
     return Diagnostic{opt.results_path, 0, 0,
                       "results file already exists; pass --resume to continue it, or remove it to start over", ""};
@@ -412,13 +434,10 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
     auto old = read_records({opt.results_path});
     if (!old) return old.errors();
     for (const auto& r : old->records) done.insert(record_key(r));
+    // Their points run again (nothing readable records them).
+    for (const auto& d : old->skipped) err << d.format() << "; its point runs again\n";
+    sum.corrupt = old->corrupt;
   }
-  const int fd = open(opt.results_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Diagnostic{opt.results_path, 0, 0, fmt::format("cannot write: {}", std::strerror(errno)), ""};
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
 
   // Build this shard's items; record infeasible and invalid ones at once.
   std::deque<Item> queue;
@@ -438,7 +457,8 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
       it.timeout_s = timeout;
       it.proxy = spec.proxy;
       it.metrics = spec.metrics.empty() ? default_metrics(wl.mode) : spec.metrics;
-      it.args = {std::string(mode_name(wl.mode)), wl.resolved, "--chip", spec.base};
+      const std::string file = cfg ? app::path_for_chips(wl.resolved, chip_count(cfg->chip.system)) : wl.resolved;
+      it.args = {std::string(mode_name(wl.mode)), file, "--chip", spec.base};
       for (const auto& o : overrides) {
         it.args.emplace_back("--set");
         it.args.push_back(o);
@@ -640,6 +660,10 @@ std::string format_summary(const SweepSpec& spec, const RunnerOptions& opt, cons
   out += fmt::format("\n  {} ok, {} failed, {} timeout, {} infeasible, {} already recorded; {:.1f} s wall\n", s.ok,
                      s.failed, s.timeout, s.infeasible, s.skipped, s.wall_s);
   out += fmt::format("  results: {}\n", opt.results_path);
+  if (s.corrupt > 0) {
+    out += fmt::format("  {} corrupt line{} in the results file (listed above; their points ran again)\n", s.corrupt,
+                       s.corrupt == 1 ? "" : "s");
+  }
   if (opt.workers != nullptr && opt.workers->size() > 1) {
     out += fmt::format("  ranks: {} (rank 0 coordinates and writes; up to {} run{} per rank at once)\n",
                        opt.workers->size(), opt.jobs, opt.jobs == 1 ? "" : "s");

@@ -46,6 +46,7 @@ struct SweepSummary {
   std::size_t timeout = 0;
   std::size_t infeasible = 0;
   std::size_t skipped = 0;      // already recorded (resume)
+  std::size_t corrupt = 0;      // unreadable lines found in the results file on resume
   std::vector<Record> failures; // failed and timed-out records
   double wall_s = 0;
 };

@@ -212,11 +212,12 @@ class SpecParser {
         continue;
       }
       std::error_code ec;
-      if (!fs::is_regular_file(w.resolved, ec)) {
+      // A per-size workload ({chips}) is looked for at each point.
+      if (w.path.find("{chips}") == std::string::npos && !fs::is_regular_file(w.resolved, ec)) {
         diag(item.Mark(), fmt::format("workload '{}' not found (looked at {})", w.path, w.resolved));
         continue;
       }
-      w.mode = forced.value_or(hlo ? Mode::kAnalyze : Mode::kRun);
+      w.mode = forced.value_or(Mode::kRun);
       if (w.mode == Mode::kAnalyze && !hlo) {
         diag(item.Mark(), fmt::format("mode analyze needs an HLO module, got '{}'", w.path));
         continue;

@@ -204,7 +204,8 @@ TEST(Spmd, FullModeReportsAMemberThatNeverIssuesInsteadOfHanging) {
 }
 
 TEST(Spmd, SymmetricModeIsAutomaticAbove256Chips) {
-  // 8x8x8 v5p mesh (512 chips), all-reduce along x lines of 8 (no
+  // 8x8x8 v5p mesh (512 chips; wraparound stated off, the v5p rule would
+  // wrap this full-cube slice), all-reduce along x lines of 8 (no
   // wraparound): 2·7/8·V/w with w = 9e10, plus 2 × 7 hops of 1 us.
   std::string groups = "[";
   for (int g = 0; g < 64; ++g) {
@@ -216,7 +217,7 @@ TEST(Spmd, SymmetricModeIsAutomaticAbove256Chips) {
   const std::string prog =
       ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
       "collective.all_reduce dst=b src=a groups=" + groups + " sem=s\nsem.wait sem=s\n";
-  const json j = run_spmd("v5p", {"system.topology=[8,8,8]"}, {prog}, std::nullopt);
+  const json j = run_spmd("v5p", {"system.topology=[8,8,8]", "system.wraparound=[]"}, {prog}, std::nullopt);
   const double expect = 2 * 7.0 / 8.0 * kV / 9e10 + 14e-6;
   EXPECT_EQ(j["mode"], "symmetric");
   EXPECT_EQ(j["chips"], 512);

@@ -53,5 +53,17 @@ TEST(CliLoops, UnknownModeIsAUsageError) {
   EXPECT_THAT(r.err, HasSubstr("--loops"));
 }
 
+
+TEST(CliLoops, EmptyRepeatBodyEndsUnderEveryLoopMode) {
+  // 1e8 iterations of nothing: no time passes, so extrapolation never saw a
+  // steady iteration and simulated every one (for minutes). An empty body is skipped.
+  const std::string prog = write_temp("empty_loop.tasm", "repeat count=100000000\nend\n");
+  for (const char* mode : {"extrapolate", "full"}) {
+    const auto r = testing::binary("run " + prog + " --chip v5e --format json --loops " + mode);
+    ASSERT_EQ(r.code, kOk) << mode << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["step_time_s"].get<double>(), 0.0) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::cli

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -239,6 +240,108 @@ TEST(SweepCli, ShippedTinySweepRuns) {
   const auto o = tpusim(d, {"sweep", std::string(TPUSIM_SOURCE_DIR) + "/configs/sweeps/tiny.yaml", "-j", "2"});
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(records(d / "tiny.jsonl").size(), 4u);
+  fs::remove_all(d);
+}
+
+
+TEST(SweepCli, OutCreatesTheDirectory) {
+  const auto d = fresh_dir("outdir");
+  write(d / "s.yaml", small_spec());
+  const auto o = tpusim(d, {"sweep", "s.yaml", "-j", "2", "--out", "new/sub"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(records(d / "new" / "sub" / "s.jsonl").size(), 4u);
+  fs::remove_all(d);
+}
+
+TEST(SweepCli, TwoSweepsIntoOneFileWriteEachRecordOnce) {
+  const auto d = fresh_dir("twice");
+  write(d / "s.yaml", small_spec());
+  // Both at once: one holds the results file, the other refuses (or, if it
+  // starts after the first has finished, finds the file there); every record
+  // lands exactly once.
+  const std::string cmd = std::string("cd '") + d.string() + "' && ('" + TPUSIM_BINARY +
+                          "' sweep s.yaml -j 1 --resume >a.txt 2>a.err & '" + TPUSIM_BINARY +
+                          "' sweep s.yaml -j 1 --resume >b.txt 2>b.err & wait)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const auto rs = records(d / "s.jsonl");
+  EXPECT_EQ(rs.size(), 4u);
+  std::set<std::string> keys;
+  for (const auto& r : rs) keys.insert(r["config_hash"].get<std::string>());
+  EXPECT_EQ(keys.size(), 4u);
+  fs::remove_all(d);
+}
+
+TEST(SweepCli, SecondSweepIntoAFileInUseIsRefused) {
+  const auto d = fresh_dir("locked");
+  write(d / "s.yaml", small_spec());
+  // Hold the lock as a running sweep would.
+  const int fd = open((d / "s.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  const auto o = tpusim(d, {"sweep", "s.yaml", "--resume"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_THAT(o.err, HasSubstr("another sweep is writing this results file"));
+  close(fd);
+  EXPECT_TRUE(records(d / "s.jsonl").empty());
+  fs::remove_all(d);
+}
+
+TEST(SweepCli, CorruptLineIsReportedByResumeReportAndExport) {
+  const auto d = fresh_dir("corrupt");
+  write(d / "s.yaml", small_spec());
+  ASSERT_EQ(tpusim(d, {"sweep", "s.yaml", "-j", "2"}).code, 0);
+  // Damage the second record in the middle of the file.
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(d / "s.jsonl");
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 4u);
+  lines[1] = lines[1].substr(0, lines[1].size() / 2) + "#garbage";
+  {
+    std::ofstream out(d / "s.jsonl");
+    for (const auto& l : lines) out << l << "\n";
+  }
+  const auto res = tpusim(d, {"sweep", "s.yaml", "--resume"});
+  EXPECT_EQ(res.code, 0) << res.err;
+  EXPECT_THAT(res.err, HasSubstr("s.jsonl:2:1: error: corrupt line"));
+  EXPECT_THAT(res.out, HasSubstr("1 ok, 0 failed, 0 timeout, 0 infeasible, 3 already recorded"));
+  EXPECT_THAT(res.out, HasSubstr("1 corrupt line in the results file"));
+  const auto rep = tpusim(d, {"sweep", "report", "s.jsonl"});
+  EXPECT_EQ(rep.code, 1);
+  EXPECT_THAT(rep.out, HasSubstr("1 corrupt line in the results"));
+  EXPECT_THAT(rep.err, HasSubstr("s.jsonl:2:1"));
+  const auto ex = tpusim(d, {"sweep", "export", "s.jsonl", "-o", "s.csv"});
+  EXPECT_EQ(ex.code, 1);
+  EXPECT_THAT(ex.err, HasSubstr("1 corrupt line in the results"));
+  fs::remove_all(d);
+}
+
+TEST(SweepCli, TopologySweepRunsEachSizeOnItsOwnWorkload) {
+  const auto d = fresh_dir("scale");
+  // An all-reduce over every chip, one module per size ({chips}).
+  for (int n : {2, 4}) {
+    std::string groups;
+    for (int i = 0; i < n; ++i) groups += (i ? "," : "") + std::to_string(i);
+    write(d / ("ar." + std::to_string(n) + ".tasm"),
+          ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+          "collective.all_reduce dst=b src=a groups=[[" + groups + "]] sem=s\nsem.wait sem=s\n");
+  }
+  write(d / "s.yaml", "name: scale\nbase: v5e\nworkloads: ['ar.{chips}.tasm']\ngrid:\n"
+                      "  system.topology: [[2], [4]]\nmetrics: [step_time_s, chips]\n");
+  const auto o = tpusim(d, {"sweep", "s.yaml", "-j", "2"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto rs = records(d / "s.jsonl");
+  ASSERT_EQ(rs.size(), 2u);
+  // V = 16 MiB on a v5e line (no wraparound below 16), w = 4.5e10 B/s:
+  // 2·(N-1)/N·V/w + 2·(N-1) hops of 1 us.
+  for (const auto& r : rs) {
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["mode"], "run");
+    const double n = r["metrics"]["chips"].get<double>();
+    const double expect = 2 * (n - 1) / n * 16777216.0 / 4.5e10 + 2 * (n - 1) * 1e-6;
+    EXPECT_NEAR(r["metrics"]["step_time_s"].get<double>(), expect, 0.05 * expect) << n;
+  }
   fs::remove_all(d);
 }
 

@@ -232,5 +232,23 @@ TEST(SweepSpec, ShippedExamplesLoad) {
   }
 }
 
+
+TEST(SweepSpec, HloWorkloadsSimulateUnlessAnalyzeIsAsked) {
+  const std::string body = "base: v5e\nworkloads: [../../workloads/hlo/layernorm_softmax.hlo]\n";
+  auto run = load_sweep_spec_text(body + "grid:\n  core.mxu.count: [1]\n", kFile);
+  ASSERT_TRUE(run.ok()) << errors(run);
+  EXPECT_EQ(run->workloads[0].mode, Mode::kRun);
+  auto analyze = load_sweep_spec_text(body + "mode: analyze\ngrid:\n  core.mxu.count: [1]\n", kFile);
+  ASSERT_TRUE(analyze.ok()) << errors(analyze);
+  EXPECT_EQ(analyze->workloads[0].mode, Mode::kAnalyze);
+}
+
+TEST(SweepSpec, PerSizeWorkloadIsNotLookedForAtLoad) {
+  auto r = load_sweep_spec_text("base: v5e\nworkloads: ['../../workloads/hlo/sharded/missing.{chips}.hlo']\n"
+                                "grid:\n  system.topology: [[8]]\n",
+                                kFile);
+  EXPECT_TRUE(r.ok()) << errors(r);
+}
+
 }  // namespace
 }  // namespace tpusim::sweep
