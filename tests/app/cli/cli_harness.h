@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 #include "app/cli/cli.h"
@@ -28,18 +29,24 @@ inline Outcome tpusim(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
-// The real executable as scripts call it; stdout captured, stderr via a file.
+// The real executable as scripts call it; stdout captured, stderr via a file
+// of this process and call (ctest runs test processes in parallel).
 inline Outcome binary(const std::string& args) {
-  const std::string err_file = ::testing::TempDir() + "tpusim_stderr.txt";
+  static int calls = 0;
+  const std::string err_file = ::testing::TempDir() + "tpusim_stderr_" + std::to_string(::getpid()) + "_" +
+                               std::to_string(++calls) + ".txt";
   FILE* p = ::popen((std::string(TPUSIM_BINARY) + " " + args + " 2>" + err_file).c_str(), "r");
   std::string out;
   char buf[4096];
   std::size_t n = 0;
   while (p != nullptr && (n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int st = p != nullptr ? ::pclose(p) : -1;
-  std::ifstream e(err_file);
   std::stringstream es;
-  es << e.rdbuf();
+  {
+    std::ifstream e(err_file);
+    es << e.rdbuf();
+  }
+  std::remove(err_file.c_str());
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out, es.str()};
 }
 
