@@ -39,7 +39,9 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   Compiled c;
   c.hlo_warnings = warnings;
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
-  auto lowered = lower::lower_for_chip(module, chip);
+  lower::LowerOptions options;
+  options.reuse_repeated_ops = chip.simulation.reuse;
+  auto lowered = lower::lower_for_chip(module, chip, options);
   if (!lowered.ok()) {
     error = {kFailure, format_all(lowered.errors())};
     return std::nullopt;

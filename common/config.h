@@ -209,6 +209,7 @@ struct SimulationConfig {
   std::int64_t loop_warmup = 2;   // iterations before steady-state detection starts
   double loop_tolerance = 1e-3;   // relative agreement of consecutive iteration times
   bool run_ahead = true;          // chips ahead of the kernel's clock (sim/core_scheduler.h)
+  bool reuse = true;              // repeated ops compiled once (lower::LowerOptions::reuse_repeated_ops)
 };
 
 struct ChipConfig {

@@ -59,6 +59,17 @@ class Parser {
     for (const SourceLoc& open : repeat_stack_) {
       errors_.push_back(diag_at(open, "`repeat` has no matching `end`"));
     }
+    // A .reuse must name an op some instruction is labelled with.
+    std::set<std::string_view> roots;
+    if (!prog_.reuse.empty()) {
+      for (const Instruction& i : prog_.code) roots.insert(provenance_root(prog_.provenance(i)));
+    }
+    for (std::size_t r = 0; r < prog_.reuse.size(); ++r) {
+      if (!roots.contains(prog_.reuse[r].label)) {
+        errors_.push_back(diag_at(reuse_locs_[r], "no instruction is labelled '" + prog_.reuse[r].label +
+                                                      "': .reuse names the provenance of instructions in the program"));
+      }
+    }
     if (!errors_.empty()) return errors_;
     return std::move(prog_);
   }
@@ -258,8 +269,9 @@ class Parser {
       current_prov_ = prog_.strings.intern(label);
       return end_of_line();
     }
+    if (dir.text == ".reuse") return parse_reuse();
     return fail(dir, "unknown directive '" + std::string(dir.text) +
-                         "'; expected .buffer, .semaphore or .provenance");
+                         "'; expected .buffer, .semaphore, .provenance or .reuse");
   }
 
   bool parse_name(std::string& out, std::string_view what) {
@@ -333,6 +345,30 @@ class Parser {
     }
     if (!end_of_line()) return false;
     prog_.buffers.push_back(std::move(b));
+    return true;
+  }
+
+  // .reuse "label" extra=N
+  bool parse_reuse() {
+    Program::Reuse r;
+    const Token& label_tok = peek();
+    if (!parse_string(r.label)) return false;
+    if (r.label.empty() || r.label.find('/') != std::string::npos || r.label.starts_with("approx:")) {
+      return fail(label_tok, "a .reuse label is an op's provenance root (no '/', no approx: prefix)");
+    }
+    for (const auto& other : prog_.reuse) {
+      if (other.label == r.label) return fail(label_tok, "'" + r.label + "' is already reused");
+    }
+    const Token& key = peek();
+    if (key.kind != TokKind::kIdent || key.text != "extra") return fail(key, "expected extra=N, found " + found(key));
+    take();
+    if (!expect(TokKind::kEquals, "'=' after extra")) return false;
+    const Token& v = peek();
+    if (!parse_int(r.extra)) return false;
+    if (r.extra < 0) return fail(v, "extra must be >= 0");
+    if (!end_of_line()) return false;
+    reuse_locs_.push_back(loc_of(label_tok.offset));
+    prog_.reuse.push_back(std::move(r));
     return true;
   }
 
@@ -500,6 +536,7 @@ class Parser {
   std::vector<Diagnostic> errors_;
   std::uint32_t current_prov_ = 0;
   std::vector<SourceLoc> repeat_stack_;
+  std::vector<SourceLoc> reuse_locs_;  // of each .reuse label, for the check at the end
 };
 
 }  // namespace

@@ -64,6 +64,7 @@ std::string isa_reference_markdown() {
         ".buffer NAME SPACE DTYPE [d0, d1, ...] [offset=BYTES | view=BUFFER]\n"
         ".semaphore NAME [init=N]\n"
         ".provenance \"hlo-op or fusion name\"\n"
+        ".reuse \"op\" extra=N\n"
         "MNEMONIC[.SUBOP] key=value ... [@ \"label\"]\n"
         "```\n\n";
   md += "- Memory spaces: " + names_of(MemSpace{}) + ". Dtypes: " + names_of(DType{}) + ".\n";
@@ -79,6 +80,10 @@ std::string isa_reference_markdown() {
   md += "- VMEM tiles must start on the (sublanes x 32/bits, lanes) tiling of the chip's VPU "
         "and end on it or at the buffer's edge.\n";
   md += "- Provenance: `.provenance` labels the following instructions; `@ \"label\"` labels one.\n";
+  md += "- Reuse: `.reuse \"op\" extra=N` says the instructions labelled `op` (or `op/...`, "
+        "`approx:<opcode> op...`) stand for themselves and N more identical copies that the program "
+        "leaves out; the simulator adds N x their attributed time and counters at the end (the "
+        "compiler writes it for repeated ops, docs/lowering.md).\n";
   md += "- Operands are `name=value` in any order; optional operands left at their default are "
         "omitted by the printer.\n\n";
 

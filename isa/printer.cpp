@@ -108,6 +108,7 @@ std::string print(const Program& p) {
     if (s.initial != 0) out += " init=" + std::to_string(s.initial);
     out += "\n";
   }
+  for (const Program::Reuse& r : p.reuse) out += ".reuse " + quote(r.label) + " extra=" + std::to_string(r.extra) + "\n";
   std::uint32_t prov = 0;
   int depth = 0;
   for (const Instruction& inst : p.code) {

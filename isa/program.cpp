@@ -67,7 +67,7 @@ bool same_program(const Program& a, const Program& b) {
            x.offset == y.offset && x.view_of == y.view_of;
   };
   if (a.buffers.size() != b.buffers.size() || a.semaphores.size() != b.semaphores.size() ||
-      a.code.size() != b.code.size() || a.replica_groups != b.replica_groups) {
+      a.code.size() != b.code.size() || a.replica_groups != b.replica_groups || a.reuse != b.reuse) {
     return false;
   }
   for (std::size_t i = 0; i < a.buffers.size(); ++i) {
@@ -84,6 +84,14 @@ bool same_program(const Program& a, const Program& b) {
     if (a.provenance(a.code[i]) != b.provenance(b.code[i])) return false;
   }
   return true;
+}
+
+std::string_view provenance_root(std::string_view p) {
+  if (p.starts_with("approx:")) {
+    const auto space = p.find(' ');
+    p = space == std::string_view::npos ? p.substr(7) : p.substr(space + 1);
+  }
+  return p.substr(0, p.find('/'));
 }
 
 }  // namespace tpusim::isa

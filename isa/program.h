@@ -80,6 +80,16 @@ struct Program {
   std::vector<ReplicaGroups> replica_groups;
   StringTable strings;
   std::vector<Instruction> code;
+  // Reuse (docs/isa.md, `.reuse`): the section labelled `label` (the
+  // provenance of an op's instructions, "label" or "label/…") stands for
+  // itself and `extra` more identical sections that are not in `code`; the
+  // simulator adds `extra` x its time and counters at the program's end.
+  struct Reuse {
+    std::string label;
+    std::int64_t extra = 0;
+    friend bool operator==(const Reuse&, const Reuse&) = default;
+  };
+  std::vector<Reuse> reuse;
 
   // Lookup by name; TileRef::kNone / SemRef::kNone when absent.
   [[nodiscard]] std::uint32_t find_buffer(std::string_view name) const;
@@ -92,6 +102,11 @@ struct Program {
     return strings.get(i.provenance);
   }
 };
+
+// The op a provenance label belongs to: "approx:dot while.2/dot.7" ->
+// "while.2", "fusion.7/dot.2" -> "fusion.7" (the lowering labels an op's
+// instructions "op", "op/nested" or "approx:<opcode> op…").
+[[nodiscard]] std::string_view provenance_root(std::string_view provenance);
 
 // Structural equality of two programs (ignores file name and source
 // locations): what a print/assemble round trip must preserve.

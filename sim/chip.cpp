@@ -35,6 +35,8 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, const HbmModelIn
     // Loop extrapolation names loop instances by pc: only a chip that runs
     // one stream extrapolates (the caller sets simulation.loops = full otherwise).
     if (ncores == 1) cores_.back()->set_loop_coordination(loops, {prefix + ".hbm."});
+    // Reused sections add what their instructions moved through the chip's HBM.
+    cores_.back()->set_reuse_stat_prefixes({prefix + ".hbm."});
   }
 }
 
@@ -44,8 +46,14 @@ bool Chip::finished() const {
 
 double Chip::end_seconds() const {
   double end = 0;
-  for (const auto& c : cores_) end = std::max(end, c->finished() ? c->end_seconds() : sc_core::sc_time_stamp().to_seconds());
-  return end;
+  for (const auto& c : cores_) {
+    // Reused sections: the cores of a megacore chip meet at every section's
+    // end, so a reused section lasts as long on every core; core 0's time
+    // for it (the provenance rows' timeline) is the chip's.
+    const double own = c->finished() ? c->end_seconds() - c->reuse_added_seconds() : sc_core::sc_time_stamp().to_seconds();
+    end = std::max(end, own);
+  }
+  return end + (cores_.front()->finished() ? cores_.front()->reuse_added_seconds() : 0.0);
 }
 
 std::string Chip::error(const std::string& who) const {

@@ -1,5 +1,6 @@
 #include "sim/loop_extrapolation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -22,6 +23,30 @@ bool steady_state(const BoundarySample& a, const BoundarySample& b, const Bounda
   const double slack = tolerance * issue2 + kResolution;
   return b.state == c.state && std::abs(issue2 - issue1) <= slack && std::abs(retire2 - retire1) <= slack &&
          std::abs(retire2 - issue2) <= slack && std::abs(busy2 - busy1) <= tolerance * std::max(busy1, busy2) + 1e-6;
+}
+
+std::vector<std::string> reuse_notes(const std::vector<SectionReuse>& reused, std::size_t limit) {
+  std::vector<std::string> out;
+  if (reused.empty()) return out;
+  std::int64_t instances = 0;
+  double added = 0;
+  for (const auto& r : reused) {
+    instances += r.instances - 1;
+    added += r.added_s;
+  }
+  out.push_back(fmt::format("reuse: {} ops stand for {} more identical ops, not simulated again: {:.4g} us added "
+                            "(simulation.reuse: off simulates every op)",
+                            reused.size(), instances, added * 1e6));
+  std::vector<const SectionReuse*> order;
+  for (const auto& r : reused) order.push_back(&r);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->added_s > b->added_s; });
+  for (std::size_t i = 0; i < order.size() && i < limit; ++i) {
+    const SectionReuse& r = *order[i];
+    out.push_back(fmt::format("reused {} x{}: {:.4g} us each, {:.4g} us added", r.label, r.instances,
+                              r.instance_s * 1e6, r.added_s * 1e6));
+  }
+  if (order.size() > limit) out.push_back(fmt::format("reused: {} more ops", order.size() - limit));
+  return out;
 }
 
 std::vector<std::string> loop_notes(const std::vector<LoopExtrapolation>& loops) {

@@ -65,6 +65,20 @@ struct LoopExtrapolation {
   double extrapolated_s = 0;              // time added for the skipped iterations
 };
 
+// One reused section (isa::Program::reuse): the op the program holds once
+// stands for `instances` identical ops; the simulator ran one and added the
+// rest's time and counters at the end (docs/lowering.md, "Reuse").
+struct SectionReuse {
+  std::string label;           // the op lowered (provenance root)
+  std::int64_t instances = 1;  // including the one simulated
+  double instance_s = 0;       // attributed time of the simulated instance
+  double added_s = 0;          // (instances - 1) x instance_s
+};
+
+// "reused fusion.7 x32: 31 instances not simulated, 12.3 us each, 381.3 us added"
+// (one per reused op, at most `limit`, then a count of the rest).
+std::vector<std::string> reuse_notes(const std::vector<SectionReuse>& reused, std::size_t limit = 5);
+
 // "while.3 (prog.tasm:4:1): 4 of 2000 iterations simulated, steady 1.234 us per
 // iteration, 2.463 ms extrapolated" (one per loop).
 std::vector<std::string> loop_notes(const std::vector<LoopExtrapolation>& loops);

@@ -63,7 +63,13 @@ std::vector<ProvenanceRow> merge_provenance(const std::vector<const TensorCore*>
       std::string name(programs[c]->strings.get(id));
       if (name.empty()) name = "(unlabelled)";
       auto [it, fresh] = index.try_emplace(name, rows.size());
-      if (fresh) rows.push_back({name, {}});
+      if (fresh) {
+        rows.push_back({name, {}});
+        const std::string_view root = isa::provenance_root(name);
+        for (const auto& r : programs[c]->reuse) {
+          if (r.label == root) rows.back().occurrences = r.extra + 1;
+        }
+      }
       ProvenanceStats& m = rows[it->second].stats;
       if (c == 0) m.attributed_s = s.attributed_s;
       m.busy_s += s.busy_s;

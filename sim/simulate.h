@@ -23,7 +23,8 @@ struct SimOptions {
 
 struct ProvenanceRow {
   std::string name;  // HLO op / fusion / label ("(unlabelled)" for none)
-  ProvenanceStats stats;
+  ProvenanceStats stats;  // over all occurrences
+  std::int64_t occurrences = 1;  // > 1: a reused op (isa::Program::reuse) and its identical copies
 };
 
 struct SimResult {
@@ -35,6 +36,7 @@ struct SimResult {
   std::vector<ProvenanceRow> provenance;  // sorted by attributed time, descending
   std::vector<std::string> notes;          // modelling approximations used in this run
   std::vector<LoopExtrapolation> loops;    // loops extrapolated (simulation.loops = extrapolate), core 0
+  std::vector<SectionReuse> reused;        // ops reused for identical copies (isa::Program::reuse), core 0
   std::vector<CoreUse> cores;              // chip 0's TensorCores that ran, their stats (the report reads these)
 };
 

@@ -212,6 +212,8 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
   result.cycles = std::round(step * chip.clock);
   result.loops = chips.front()->core(0).extrapolated_loops();
   for (auto& note : loop_notes(result.loops)) result.notes.push_back(std::move(note));
+  result.reused = chips.front()->core(0).reused_sections();
+  for (auto& note : reuse_notes(result.reused)) result.notes.push_back(std::move(note));
   {
     std::vector<const TensorCore*> views;
     std::vector<const isa::Program*> progs;

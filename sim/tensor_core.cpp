@@ -129,6 +129,17 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   loop_policy_ = LoopPolicy::from(chip.simulation);
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
+  if (!program.reuse.empty()) {
+    std::map<std::string_view, int> section;
+    for (std::size_t r = 0; r < program.reuse.size(); ++r) section.emplace(program.reuse[r].label, static_cast<int>(r));
+    reuse_of_prov_.assign(program.strings.size(), -1);
+    for (std::uint32_t id = 0; id < program.strings.size(); ++id) {
+      if (const auto it = section.find(isa::provenance_root(program.strings.get(id))); it != section.end()) {
+        reuse_of_prov_[id] = it->second;
+      }
+    }
+    reuse_sums_.resize(program.reuse.size());
+  }
   // The cores of a megacore chip share one scheduler (sim/core_sync.h). A
   // chip runs ahead of the kernel's clock; its collectives synchronize.
   if (core_sync != nullptr) {
@@ -217,7 +228,7 @@ void TensorCore::dispatch(std::uint32_t pc, Unit& u) {
   u.queue.push_back(
       Unit::Entry{id, now() + static_cast<double>(chip_.core.sequencer.dispatch_latency) * cycle_s_, ndeps, 0});
   if (u.kind == isa::Unit::kIci) u.queue.back().collective = collectives_dispatched_++;
-  *counters_.instructions += 1;
+  count(counters_.instructions, 1, pc);
   if (u.idle) sched_->notify(u.pushed);
 }
 
@@ -259,6 +270,7 @@ CoTask TensorCore::wait_all_done(bool include_collectives) {
 }
 
 CoTask TensorCore::sequencer() {
+  if (!reuse_of_prov_.empty()) prepare_reuse();
   // Matching repeat/end pairs (a member: loop extrapolation reads it too).
   std::vector<std::uint32_t>& match = repeat_match_;
   match.assign(program_.code.size(), 0);
@@ -331,7 +343,7 @@ CoTask TensorCore::sequencer() {
       }
       sequencer_waiting_ = {};
       sem_[w.sem.id] -= w.count;
-      *sequencer_stats_.stall_semaphore_cycles += (now() - from) / cycle_s_;
+      count(sequencer_stats_.stall_semaphore_cycles, (now() - from) / cycle_s_, pc);
     } else if (op == isa::Opcode::kSemSignal) {
       const auto& s = std::get<isa::SemSignal>(inst.op);
       sem_[s.sem.id] += s.count;
@@ -341,7 +353,7 @@ CoTask TensorCore::sequencer() {
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
       co_await wait_all_done();
       sequencer_waiting_ = {};
-      *sequencer_stats_.stall_barrier_cycles += (now() - from) / cycle_s_;
+      count(sequencer_stats_.stall_barrier_cycles, (now() - from) / cycle_s_, pc);
     } else if (op == isa::Opcode::kCoreBarrier) {
       const double from = now();
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
@@ -352,7 +364,7 @@ CoTask TensorCore::sequencer() {
         while (core_sync_->generation() == generation) co_await CoreScheduler::on(core_sync_->released());
       }
       sequencer_waiting_ = {};
-      *sequencer_stats_.stall_core_barrier_cycles += (now() - from) / cycle_s_;
+      count(sequencer_stats_.stall_core_barrier_cycles, (now() - from) / cycle_s_, pc);
     } else {
       Unit& u = unit_for(inst);
       const double stall_from = now();
@@ -360,7 +372,7 @@ CoTask TensorCore::sequencer() {
         sequencer_waiting_ = Waiting{Waiting::Kind::kQueueSlot, pc, 0, 0, u.slot};
         co_await CoreScheduler::on(any_popped_);
       }
-      *sequencer_stats_.stall_queue_full_cycles += (now() - stall_from) / cycle_s_;
+      count(sequencer_stats_.stall_queue_full_cycles, (now() - stall_from) / cycle_s_, pc);
       sequencer_waiting_ = {};
       dispatch(pc, u);
     }
@@ -380,6 +392,10 @@ CoTask TensorCore::sequencer() {
   for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
   end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
   retirement_.finish(end_s_, prov_);
+  if (!reuse_of_prov_.empty()) {
+    reuse_window(-1);
+    apply_reuse();
+  }
   end_s_ += offset_s_;
   counters_.cycles->value = std::round(end_s_ / cycle_s_);
   finished_ = true;
@@ -410,9 +426,17 @@ CoTask TensorCore::run_unit(Unit& u) {
       }
       u.waiting = {};
     }
-    *u.counters.dependency_stall_cycles += (now() - dep_from) / cycle_s_;
     const std::uint32_t pc = dyn(id).pc;
     const isa::Instruction& inst = program_.code[pc];
+    // Reuse: what this instruction adds to the counters belongs to its
+    // section. Everything below runs without yielding (a collective's wait
+    // for its group aside, done before the snapshot), so the change of the
+    // counters over it is this instruction's alone.
+    const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[inst.provenance];
+    const bool collective_wait =
+        u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op);
+    if (section >= 0 && !collective_wait) reuse_snapshot(reuse_before_);
+    *u.counters.dependency_stall_cycles += (now() - dep_from) / cycle_s_;
     // Exec times are relative to when the instruction was taken (a collective
     // in full mode waits for the other members of its group).
     const double t = now();
@@ -435,6 +459,7 @@ CoTask TensorCore::run_unit(Unit& u) {
         p = spmd_.fabric->poll(*ticket);
       }
       u.waiting = {};
+      if (section >= 0) reuse_snapshot(reuse_before_);
       const double rel = std::max(p.completion - t, cycle_s_);
       e = Exec{0, rel, rel, rel};
     } else {
@@ -456,6 +481,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     } else if (busy > 0) {
       busy_time_.add_compute(d.start, t + e.busy_end);
     }
+    if (section >= 0) reuse_add_since(reuse_before_, section);
     // Every later interval begins at or after the time its unit takes its
     // instruction: now, or earlier for a collective still waiting for its group.
     u.taken_at = kNotTaken;
@@ -701,6 +727,16 @@ void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) 
   const LoopSnapshot& a = l.prev;
   const LoopSnapshot& b = l.cur;
   for (std::size_t i = 0; i < loop_stats_.size(); ++i) *loop_stats_[i] += times * (b.stats[i] - a.stats[i]);
+  // A loop of a reused section: its skipped iterations are that section's.
+  if (const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[program_.code[l.repeat_pc].provenance];
+      section >= 0) {
+    std::vector<double>& sums = reuse_sums_[static_cast<std::size_t>(section)].stats;
+    for (std::size_t i = 0; i < loop_stats_.size(); ++i) {
+      if (const auto it = reuse_index_.find(loop_stats_[i]); it != reuse_index_.end()) {
+        sums[it->second] += times * (b.stats[i] - a.stats[i]);
+      }
+    }
+  }
   // Provenance rows: the last iteration's figures x the skipped iterations;
   // attributed time scaled to the added time exactly, so rows sum to the step.
   const LoopBody& body = loop_body(l.repeat_pc);
@@ -745,11 +781,103 @@ void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) 
   row->extrapolated_s += added_s;
 }
 
+// --- Reuse of repeated sections (isa::Program::reuse) ----------------------
+
+void TensorCore::prepare_reuse() {
+  const std::string own = prefix_ + ".";
+  for (const auto& [name, st] : stats_.all()) {
+    bool mine = name.starts_with(own);
+    for (const auto& p : reuse_stat_prefixes_) mine = mine || name.starts_with(p);
+    if (!mine) continue;
+    Stat* stat = &stats_.add(name, st.unit, st.desc);  // (exists: no insertion)
+    reuse_index_.emplace(stat, reuse_stats_.size());
+    reuse_stats_.push_back(stat);
+  }
+  for (ReuseSums& sums : reuse_sums_) sums.stats.assign(reuse_stats_.size(), 0.0);
+}
+
+void TensorCore::count(Stat* stat, double v, std::uint32_t pc) {
+  *stat += v;
+  if (reuse_of_prov_.empty()) return;
+  const int section = reuse_of_prov_[program_.code[pc].provenance];
+  if (section < 0) return;
+  if (const auto it = reuse_index_.find(stat); it != reuse_index_.end()) {
+    reuse_sums_[static_cast<std::size_t>(section)].stats[it->second] += v;
+  }
+}
+
+void TensorCore::reuse_snapshot(std::vector<double>& out) const {
+  out.resize(reuse_stats_.size());
+  for (std::size_t i = 0; i < reuse_stats_.size(); ++i) out[i] = reuse_stats_[i]->value;
+}
+
+void TensorCore::reuse_add_since(const std::vector<double>& before, int section) {
+  std::vector<double>& sums = reuse_sums_[static_cast<std::size_t>(section)].stats;
+  for (std::size_t i = 0; i < reuse_stats_.size(); ++i) sums[i] += reuse_stats_[i]->value - before[i];
+}
+
+void TensorCore::reuse_window(int section) {
+  // The time unions (compute, communication, exposed) and the fabric's
+  // counters are the core's and the network's, not an instruction's: they
+  // go to the section the retirement frontier is in (its windows; the
+  // windows of all sections partition the run, as their attributed time does).
+  const bool fabric = spmd_.fabric != nullptr && spmd_.device == 0;
+  if (reuse_window_.section >= 0) {
+    ReuseSums& sums = reuse_sums_[static_cast<std::size_t>(reuse_window_.section)];
+    sums.compute_s += busy_time_.compute_running() - reuse_window_.compute_s;
+    sums.comm_s += busy_time_.comm_running() - reuse_window_.comm_s;
+    if (spmd_.fabric != nullptr) sums.exposed_s += busy_time_.exposed() - reuse_window_.exposed_s;
+    if (fabric) sums.fabric.emplace_back(reuse_window_.fabric, spmd_.fabric->counters());
+  }
+  reuse_window_.section = section;
+  if (section < 0) return;
+  reuse_window_.compute_s = busy_time_.compute_running();
+  reuse_window_.comm_s = busy_time_.comm_running();
+  reuse_window_.exposed_s = spmd_.fabric != nullptr ? busy_time_.exposed() : 0.0;
+  if (fabric) reuse_window_.fabric = spmd_.fabric->counters();
+}
+
+void TensorCore::apply_reuse() {
+  // Per section: its provenance ids' attributed time is one instance's.
+  std::vector<double> instance_s(program_.reuse.size(), 0.0);
+  for (std::size_t id = 0; id < reuse_of_prov_.size(); ++id) {
+    if (reuse_of_prov_[id] >= 0) instance_s[static_cast<std::size_t>(reuse_of_prov_[id])] += prov_[id].attributed_s;
+  }
+  for (std::size_t id = 0; id < reuse_of_prov_.size(); ++id) {
+    if (reuse_of_prov_[id] < 0) continue;
+    const auto times = static_cast<double>(program_.reuse[static_cast<std::size_t>(reuse_of_prov_[id])].extra);
+    ProvenanceStats& ps = prov_[id];
+    ps.attributed_s += times * ps.attributed_s;
+    ps.busy_s += times * ps.busy_s;
+    ps.flops += times * ps.flops;
+    ps.transcendentals += times * ps.transcendentals;
+    ps.hbm_bytes += times * ps.hbm_bytes;
+    ps.instructions += static_cast<std::uint64_t>(times) * ps.instructions;
+  }
+  for (std::size_t r = 0; r < program_.reuse.size(); ++r) {
+    const isa::Program::Reuse& reuse = program_.reuse[r];
+    if (reuse.extra <= 0) continue;
+    const auto times = static_cast<double>(reuse.extra);
+    const ReuseSums& sums = reuse_sums_[r];
+    for (std::size_t i = 0; i < sums.stats.size(); ++i) *reuse_stats_[i] += times * sums.stats[i];
+    loop_extra_.compute_s += times * sums.compute_s;
+    loop_extra_.comm_s += times * sums.comm_s;
+    loop_extra_.exposed_s += times * sums.exposed_s;
+    for (const auto& [a, b] : sums.fabric) spmd_.fabric->add_repeats(a, b, reuse.extra);
+    const double added = times * instance_s[r];
+    offset_s_ += added;
+    reused_.push_back(SectionReuse{reuse.label, reuse.extra + 1, instance_s[r], added});
+  }
+}
+
 void TensorCore::retire() {
   while (retired_ < next_dyn_) {
     const Dyn& d = dyn(retired_);
     if (d.start < 0) break;
     const isa::Instruction& inst = program_.code[d.pc];
+    if (!reuse_of_prov_.empty() && reuse_of_prov_[inst.provenance] != reuse_window_.section) {
+      reuse_window(reuse_of_prov_[inst.provenance]);
+    }
     retirement_.retire(d.start, d.done, isa::opcode(inst.op) == isa::Opcode::kCollective, inst.provenance, prov_);
     ++retired_;
   }

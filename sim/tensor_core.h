@@ -15,6 +15,7 @@
 #include <systemc>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
+#include <unordered_map>
 #include <vector>
 
 #include "common/config.h"
@@ -58,6 +59,18 @@ class TensorCore : public sc_core::sc_module {
   // `stat_prefixes`: stats besides this core's own (its prefix) that its
   // iterations drive, e.g. "chip0.hbm.", scaled with the skipped iterations.
   void set_loop_coordination(LoopCoordinator* coordinator, std::vector<std::string> stat_prefixes);
+  // Reuse (isa::Program::reuse): stats besides this core's own that its
+  // instructions drive (the chip's HBM), added with the reused sections'
+  // counters; call before sc_start().
+  void set_reuse_stat_prefixes(std::vector<std::string> prefixes) { reuse_stat_prefixes_ = std::move(prefixes); }
+  // Time the reused sections added to end_seconds().
+  [[nodiscard]] double reuse_added_seconds() const {
+    double s = 0;
+    for (const auto& r : reused_) s += r.added_s;
+    return s;
+  }
+  // The sections this core reused, in program order.
+  [[nodiscard]] const std::vector<SectionReuse>& reused_sections() const { return reused_; }
   // The loops this core extrapolated, in order of first extrapolation.
   [[nodiscard]] const std::vector<LoopExtrapolation>& extrapolated_loops() const { return extrapolated_; }
 
@@ -220,6 +233,33 @@ class TensorCore : public sc_core::sc_module {
     double compute_s = 0, comm_s = 0, exposed_s = 0;
   } loop_extra_;
   std::vector<LoopExtrapolation> extrapolated_;
+  // Reuse: what each reused section's instructions added to the counters
+  // (and, by retirement windows, to the time unions and the fabric).
+  struct ReuseSums {
+    std::vector<double> stats;  // over reuse_stats_
+    double compute_s = 0, comm_s = 0, exposed_s = 0;
+    std::vector<std::pair<CollectiveFabric::Counters, CollectiveFabric::Counters>> fabric;  // (at open, at close)
+  };
+  struct ReuseWindow {
+    int section = -1;  // index into program_.reuse; -1: not a reused section
+    double compute_s = 0, comm_s = 0, exposed_s = 0;
+    CollectiveFabric::Counters fabric;
+  };
+  void prepare_reuse();
+  // *stat += v, and to the reuse sums of pc's section.
+  void count(Stat* stat, double v, std::uint32_t pc);
+  void reuse_snapshot(std::vector<double>& out) const;
+  void reuse_add_since(const std::vector<double>& before, int section);
+  void reuse_window(int section);
+  void apply_reuse();
+  std::unordered_map<const Stat*, std::size_t> reuse_index_;  // into reuse_stats_
+  std::vector<double> reuse_before_;
+  std::vector<int> reuse_of_prov_;  // provenance id -> program_.reuse index, or -1
+  std::vector<std::string> reuse_stat_prefixes_;
+  std::vector<Stat*> reuse_stats_;
+  std::vector<ReuseSums> reuse_sums_;
+  ReuseWindow reuse_window_;
+  std::vector<SectionReuse> reused_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
   SpmdBinding spmd_;

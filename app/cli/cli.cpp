@@ -48,6 +48,14 @@ void add_loops_option(CLI::App& app, CommonOptions& o) {
       ->type_name("MODE");
 }
 
+// --no-reuse: the simulation.reuse key (docs/lowering.md, "Reuse").
+void add_reuse_option(CLI::App& app, CommonOptions& o) {
+  app.add_flag_function(
+      "--no-reuse", [&o](std::int64_t) { o.overrides.emplace_back("simulation.reuse=false"); },
+      "Compile and simulate every op, also those identical to an earlier one (by default a repeated op is "
+      "compiled once and its copies charged its simulated time; sets simulation.reuse)");
+}
+
 // --strict on every command that reads HLO (docs/hlo.md, "Lax and strict").
 void add_strict_option(CLI::App& app, CommonOptions& o) {
   app.add_flag("--strict", o.strict,
@@ -90,6 +98,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->type_name("MODE");
   add_loops_option(*run_cmd, opt);
   add_strict_option(*run_cmd, opt);
+  add_reuse_option(*run_cmd, opt);
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
@@ -102,6 +111,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   lower->add_option("input", input, "model.hlo")->required();
   add_common_options(*lower, opt);
   add_strict_option(*lower, opt);
+  add_reuse_option(*lower, opt);
   std::string lower_output;
   lower->add_option("-o,--output", lower_output, "Write the program here (default: stdout)")->type_name("FILE.tasm");
   int lower_core = 0;
@@ -160,6 +170,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_common_options(*compare, opt);
   add_loops_option(*compare, opt);
   add_strict_option(*compare, opt);
+  add_reuse_option(*compare, opt);
   compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
@@ -177,6 +188,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       ->type_name("MODE");
   add_loops_option(*scale, opt);
   add_strict_option(*scale, opt);
+  add_reuse_option(*scale, opt);
   scale->callback([&] { action = [&] { return cmd_scale(opt, input, scale_opt, out, err); }; });
 
   auto* config = app.add_subcommand("config", "Show, describe and document chip configurations");

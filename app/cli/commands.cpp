@@ -251,6 +251,8 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
     for (const auto& n : rep.notes) {
       notes.push_back({{"op", n.op}, {"opcode", n.opcode}, {"kind", lower::name(n.kind)}, {"message", n.message}});
     }
+    nlohmann::json reused = nlohmann::json::array();
+    for (const auto& r : rep.reused) reused.push_back({{"op", r.op}, {"instances", r.instances}});
     nlohmann::json j{{"input", input},
                      {"chip", cfg.chip.name},
                      {"core", core},
@@ -263,6 +265,7 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
                      {"approximated", rep.count(lower::NoteKind::kApprox)},
                      {"approximations", rep.approximations},
                      {"dot_tilings", rep.tilings},
+                     {"reused", reused},
                      {"notes", notes},
                      {"verify", {{"ok", check.ok()}, {"summary", check.format_summary()}}},
                      {"output", output}};
@@ -281,6 +284,11 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
   }
   for (const auto& a : rep.approximations) text += "# " + a + "\n";
   for (const auto& t : rep.tilings) text += "# tiling " + t + "\n";
+  for (const auto& r : rep.reused) {
+    text += fmt::format("# reused {}: {} identical op{} not lowered again ({}{})\n", r.op, r.instances.size(),
+                        r.instances.size() == 1 ? "" : "s", r.instances.front(),
+                        r.instances.size() > 1 ? ", …, " + r.instances.back() : std::string());
+  }
   text += isa::print(prog);
   if (!output.empty()) {
     std::ofstream f(output, std::ios::binary);

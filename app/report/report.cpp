@@ -47,6 +47,7 @@ struct OpRow {
   std::string name;
   ProvenanceStats stats;
   bool approximated = false;
+  std::int64_t occurrences = 1;  // the op and its identical copies (reuse)
 };
 
 // Provenance rows summed per entry-computation op, longest first.
@@ -65,6 +66,7 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
     row.stats.hbm_bytes += p.stats.hbm_bytes;
     row.stats.instructions += p.stats.instructions;
     row.approximated = row.approximated || provenance_is_approximation(p.name);
+    row.occurrences = std::max(row.occurrences, p.occurrences);
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const OpRow& a, const OpRow& b) { return a.stats.attributed_s > b.stats.attributed_s; });
@@ -75,13 +77,7 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
 
 bool provenance_is_approximation(std::string_view provenance) { return provenance.starts_with("approx:"); }
 
-std::string provenance_root(std::string_view p) {
-  if (provenance_is_approximation(p)) {
-    const auto space = p.find(' ');
-    p = space == std::string_view::npos ? p.substr(7) : p.substr(space + 1);
-  }
-  return std::string(p.substr(0, p.find('/')));
-}
+std::string provenance_root(std::string_view p) { return std::string(isa::provenance_root(p)); }
 
 json report_json(const ReportInput& in) {
   const ChipConfig& c = *in.chip;
@@ -148,9 +144,11 @@ json report_json(const ReportInput& in) {
       const double s_op = op.stats.attributed_s;
       const auto it = bound_of.find(op.name);
       const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
-      const double bound_s = b != nullptr ? b->bound_time_s : 0.0;
+      // The roofline row is one op's; a reused op's time covers its copies.
+      const double bound_s = b != nullptr ? b->bound_time_s * static_cast<double>(op.occurrences) : 0.0;
       ops.push_back({{"name", op.name},
                      {"opcode", b != nullptr ? b->opcode : ""},
+                     {"occurrences", op.occurrences},
                      {"time_s", s_op},
                      {"percent", t > 0 ? 100 * s_op / t : 0.0},
                      {"busy_s", op.stats.busy_s},
@@ -228,6 +226,14 @@ json report_json(const ReportInput& in) {
                      {"extrapolated_s", l.extrapolated_s}});
   }
   j["loops"] = loops;
+  // Reuse (simulation.reuse): ops simulated once for their identical copies.
+  json reused = json::array();
+  for (const SectionReuse& rr : r.reused) {
+    reused.push_back({{"op", rr.label}, {"instances", rr.instances}, {"instance_s", rr.instance_s},
+                      {"added_s", rr.added_s}});
+  }
+  j["reuse"] = c.simulation.reuse;
+  j["reused"] = reused;
   j["notes"] = r.notes;
   j["blocked"] = r.blocked;
   j["stats"] = s.to_json();
@@ -307,7 +313,9 @@ std::string report_text(const ReportInput& in) {
     o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
          "    bound us   x bound   bound\n";
     for (const auto& op : j["ops"]) {
-      const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>();
+      const auto occurrences = op["occurrences"].get<std::int64_t>();
+      const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>() +
+                               (occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
       o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}\n", name,
                        op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
                        format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),

@@ -35,10 +35,12 @@ std::string provenance_root(std::string_view provenance);
 //  "mode":"single-chip"|"full"|"symmetric","chips","system","per_chip":{...},"ici_axes":[...],
 //  "collectives":[{"op","bytes","group_size","algorithm","time_s","count","total_s","bound"}],
 //  "loop_mode":"full"|"extrapolate","loops":[{"loop","where","instances","total_iterations",
-//  "simulated_iterations","iteration_s","extrapolated_s"}]}
+//  "simulated_iterations","iteration_s","extrapolated_s"}],"reuse":bool,
+//  "reused":[{"op","instances","instance_s","added_s"}]}
 // plus, with a roofline: "bound_time_s" (the module's roofline bound),
 // "time_over_bound" and per op "bound_time_s", "bound", "time_over_bound",
-// "flop_utilization", "hbm_bandwidth_utilization", "approximated".
+// "flop_utilization", "hbm_bandwidth_utilization", "approximated", "occurrences"
+// (a reused op and its identical copies: time, FLOPs, bytes and bound cover all).
 nlohmann::json report_json(const ReportInput& in);
 std::string report_text(const ReportInput& in);
 

@@ -6,9 +6,11 @@
 #include <array>
 #include <initializer_list>
 #include <unordered_map>
+#include <utility>
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/cost_analysis.h"
+#include "isa/hlo/structural_key.h"
 #include "isa/hlo/while_loop.h"
 #include "isa/lower/context.h"
 #include "isa/lower/dot_layout.h"
@@ -80,23 +82,144 @@ class Lowerer {
                                                   " (tpusim fusion policy)");
         continue;
       }
-      if (auto g = plan.group_of_root.find(x); g != plan.group_of_root.end()) {
+      const auto g = plan.group_of_root.find(x);
+      const FusionGroup* group = g == plan.group_of_root.end() ? nullptr : &plan.groups[g->second];
+      // Reuse (docs/lowering.md): a top-level op structurally identical to
+      // one already lowered is not lowered again; the simulator charges it
+      // the first one's time and counters.
+      std::string key;
+      if (top && c_.opt.reuse_repeated_ops && reusable(*x)) {
+        key = reuse_key(*x, group);
+        if (reuse(*x, key)) continue;
+      }
+      const std::size_t code_before = c_.prog.code.size();
+      if (group != nullptr) {
         if (top) top_name_ = std::string(x->name());
-        lower_group(plan.groups[g->second]);
-        continue;
+        lower_group(*group);
+      } else {
+        if (c_.prog.code.size() > c_.opt.max_instructions) {
+          return Diagnostic{c_.module.source().name, 0, 0,
+                            "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
+                                " instructions at " + c_.where(*x) + " (" + std::string(x->name()) + ")",
+                            ""};
+        }
+        auto st = lower_inst(*x, params, top);
+        if (!st.ok()) return st.errors();
       }
-      if (c_.prog.code.size() > c_.opt.max_instructions) {
-        return Diagnostic{c_.module.source().name, 0, 0,
-                          "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
-                              " instructions at " + c_.where(*x) + " (" + std::string(x->name()) + ")",
-                          ""};
-      }
-      auto st = lower_inst(*x, params, top);
-      if (!st.ok()) return st.errors();
+      if (!key.empty() && c_.prog.code.size() > code_before) remember(*x, std::move(key));
     }
     if (comp.root() == nullptr) return Value{};
     return vals_[comp.root()];
   }
+
+  // ---- Reuse of repeated top-level ops ----
+  // Ops whose lowering leaves state behind for a later op (an async -start's
+  // pending collective, its -done's wait) are always lowered.
+  static bool reusable(const Instruction& x) {
+    const hlo::OpCategory c = hlo::opcode_category(x.opcode());
+    if (c == hlo::OpCategory::kParameter || c == hlo::OpCategory::kConstant || c == hlo::OpCategory::kTuple ||
+        c == hlo::OpCategory::kAsyncDone || c == hlo::OpCategory::kSideEffect || c == hlo::OpCategory::kUnknown) {
+      return false;
+    }
+    return !x.opcode_text().ends_with("-start") && x.opcode() != Opcode::kAsyncStart &&
+           x.opcode() != Opcode::kBitcast;
+  }
+  // What the lowering of x depends on: its structure (or its fusion group's:
+  // members with operands by position) and how each input is stored (the
+  // buffers its leaves are, views included).
+  std::string reuse_key(const Instruction& x, const FusionGroup* group) {
+    std::string key;
+    std::vector<const Instruction*> inputs;
+    if (group == nullptr) {
+      key = keys_.of(x);
+      inputs.assign(x.operands().begin(), x.operands().end());
+    } else {
+      std::unordered_map<const Instruction*, std::size_t> at;
+      for (const Instruction* m : group->members) at.emplace(m, at.size());
+      for (const Instruction* in : group->inputs) at.emplace(in, at.size());
+      key = "group " + std::to_string(group->members.size()) + (group->hero != nullptr ? " hero" : "");
+      for (const Instruction* m : group->members) {
+        key += " [" + keys_.of(*m) + " (";
+        for (const Instruction* o : m->operands()) key += std::to_string(at.at(o)) + ",";
+        key += ")]";
+      }
+      inputs = group->inputs;
+    }
+    for (const Instruction* in : inputs) {
+      key += " |";
+      const auto it = vals_.find(in);
+      if (it == vals_.end()) {
+        key += in->shape().to_string(true);
+        continue;
+      }
+      for (const Array& a : it->second.leaves) {
+        key += " " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + ":" + std::to_string(a.elements) + ":" +
+               std::to_string(static_cast<int>(a.dtype)) + ":" + a.shape.to_string(true);
+        if (a.buffer < c_.prog.buffers.size()) {
+          const isa::Buffer& b = c_.prog.buffers[a.buffer];
+          key += b.view_of == isa::TileRef::kNone ? ":own" : ":view";
+          key += std::to_string(static_cast<int>(b.space));
+        }
+      }
+    }
+    return key;
+  }
+  // An op of a key lowered (one of the first reuse_simulated_copies): it
+  // stands for some of the later copies. Its result's leaves that alias an
+  // input's are kept for those copies.
+  void remember(const Instruction& x, std::string key) {
+    Rep& rep = reps_[std::move(key)];
+    if (rep.simulated.empty()) {
+      const Value& out = vals_[&x];
+      for (const Array& leaf : out.leaves) rep.alias.push_back(find_alias(x, leaf.buffer));
+    }
+    rep.simulated.push_back(c_.prog.reuse.size());
+    c_.prog.reuse.push_back({std::string(x.name()), 0});
+    c_.report.reused.push_back({std::string(x.name()), {}});
+  }
+  // (operand, leaf) of x whose buffer `buffer` is, or (-1, -1).
+  std::pair<int, int> find_alias(const Instruction& x, std::uint32_t buffer) {
+    for (std::size_t i = 0; i < x.operand_count(); ++i) {
+      const auto it = vals_.find(x.operand(i));
+      if (it == vals_.end()) continue;
+      for (std::size_t j = 0; j < it->second.leaves.size(); ++j) {
+        if (it->second.leaves[j].buffer == buffer) return {static_cast<int>(i), static_cast<int>(j)};
+      }
+    }
+    return {-1, -1};
+  }
+  // A later op with the key of an earlier one: its value is declared like the
+  // first's (fresh HBM arrays, or the same input leaves where the first
+  // updated an input in place); nothing is emitted.
+  bool reuse(const Instruction& x, const std::string& key) {
+    const auto it = reps_.find(key);
+    if (it == reps_.end()) return false;
+    Rep& rep = it->second;
+    if (std::cmp_less(rep.simulated.size(), std::max<std::int64_t>(1, c_.opt.reuse_simulated_copies))) return false;
+    // Copies go round robin to the simulated ones (a context that alternates
+    // between copies, such as buffers used every other layer, keeps its share).
+    const std::size_t reuse_index = rep.simulated[rep.next++ % rep.simulated.size()];
+    Value v = c_.hbm_value(x.name(), x.shape());
+    for (std::size_t k = 0; k < v.leaves.size() && k < rep.alias.size(); ++k) {
+      const auto [i, j] = rep.alias[k];
+      if (i < 0) continue;
+      const Value in = operand(x, static_cast<std::size_t>(i));
+      if (static_cast<std::size_t>(j) < in.leaves.size()) v.leaves[k] = in.leaves[static_cast<std::size_t>(j)];
+    }
+    vals_[&x] = std::move(v);
+    c_.prog.reuse[reuse_index].extra += 1;
+    c_.report.reused[reuse_index].instances.emplace_back(x.name());
+    c_.note(x, NoteKind::kLowered,
+            "same as " + c_.prog.reuse[reuse_index].label + ": its simulated time and counters are reused");
+    return true;
+  }
+  struct Rep {
+    std::vector<std::size_t> simulated;      // their program.reuse entries
+    std::size_t next = 0;                    // round robin over `simulated`
+    std::vector<std::pair<int, int>> alias;  // per result leaf
+  };
+  hlo::StructuralKeys keys_;
+  std::unordered_map<std::string, Rep> reps_;
 
   Value operand(const Instruction& x, std::size_t i) {
     auto it = vals_.find(x.operand(i));
@@ -870,6 +993,16 @@ Result<Lowered> lower_module(const hlo::Module& module, const ChipConfig& chip, 
   Lowerer l(ctx);
   auto r = l.run();
   if (!r.ok()) return r.errors();
+  // Keep the reuse entries of ops that were reused.
+  std::vector<isa::Program::Reuse> reuse;
+  std::vector<LowerReport::Reused> reused;
+  for (std::size_t i = 0; i < out.program.reuse.size(); ++i) {
+    if (out.program.reuse[i].extra == 0) continue;
+    reuse.push_back(std::move(out.program.reuse[i]));
+    reused.push_back(std::move(out.report.reused[i]));
+  }
+  out.program.reuse = std::move(reuse);
+  out.report.reused = std::move(reused);
   if (out.program.code.size() > options.max_instructions) {
     return Diagnostic{module.source().name, 0, 0,
                       "unsupported: the lowered program exceeds " + std::to_string(options.max_instructions) +

@@ -61,6 +61,18 @@ struct LowerOptions {
   std::int64_t approx_max_window_passes = 64;
   // Force dot tile sizes (0 = chosen by the cost model; for experiments).
   std::int64_t dot_tile_m = 0, dot_tile_n = 0, dot_tile_k = 0;
+  // Reuse: a top-level op structurally identical to one lowered before (same
+  // computation of inputs stored alike; hlo/structural_key.h) is not lowered
+  // again, and the simulator charges it the first one's time and counters
+  // (isa::Program::reuse). Program size then follows a model's distinct ops,
+  // not its unrolled layers. False: every op is lowered (the full program).
+  bool reuse_repeated_ops = true;
+  // Copies of an op simulated before the rest reuse them (round robin): 2,
+  // because a copy's context can alternate between copies (on megacore chips
+  // odd and even layers of an MLP differ by up to a third, as the previous
+  // section's tail overlaps differently); 1 would charge every copy the
+  // first's time.
+  std::int64_t reuse_simulated_copies = 2;
   // while loops without backend_config known_trip_count run this many times.
   std::int64_t default_trip_count = 1;
   // Megacore: the program for TensorCore `core` of `cores` that split every
@@ -86,6 +98,13 @@ struct LowerReport {
   std::vector<LowerNote> notes;            // one per top-level instruction (and per approximation)
   std::vector<std::string> approximations; // "approx:<opcode> <name>: why", de-duplicated by message
   std::size_t sections = 0;                // lowered units (fusion = one)
+  // Ops lowered once and reused (LowerOptions::reuse_repeated_ops), in the
+  // order of program.reuse: the op lowered and the later ops that reuse it.
+  struct Reused {
+    std::string op;
+    std::vector<std::string> instances;
+  };
+  std::vector<Reused> reused;
   // Dot tiling chosen per dot: "name: B=.. M=.. K=.. N=.. tm=.. tn=.. tk=.. hbm_bytes=.."
   std::vector<std::string> tilings;
   [[nodiscard]] std::size_t count(NoteKind k) const;
