@@ -6,9 +6,11 @@
 #include <sstream>
 
 #include "isa/assembler.h"
+#include "isa/hlo/devices.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/fusion.h"
 #include "isa/verifier.h"
+#include "common/units.h"
 #include "sim/collective_timer.h"
 
 namespace tpusim::app {
@@ -38,6 +40,18 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   }
   Compiled c;
   c.hlo_warnings = warnings;
+  const hlo::ModuleDevices devices = hlo::module_devices(module);
+  c.devices = devices.count;
+  c.devices_source = devices.source;
+  c.hbm_need_bytes = hlo::parameter_bytes(module);
+  // Architects ask what a bigger HBM would do: a module that does not fit
+  // still runs (its buffers are placed past the capacity), with a warning.
+  if (notes != nullptr && static_cast<double>(c.hbm_need_bytes) > chip.hbm.capacity) {
+    *notes << fmt::format("{}: warning: the module's parameters alone need {} of HBM per device, more than the {} "
+                          "of {}; simulated as if HBM were that large\n",
+                          path, format_si(static_cast<double>(c.hbm_need_bytes), "B"),
+                          format_si(chip.hbm.capacity, "B"), chip.name);
+  }
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
   lower::LowerOptions options;
   options.reuse_repeated_ops = chip.simulation.reuse;
@@ -87,8 +101,11 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
   out.compiled = std::move(*compiled);
   auto& programs = out.compiled.programs;
   // Run only legal programs: the verifier's findings would make the timing meaningless.
+  // HBM capacity is not a limit for compiled modules (compile_hlo warned).
+  ChipConfig unbounded = chip;
+  if (is_hlo_path(path)) unbounded.hbm.capacity = 0;
   for (std::size_t c = 0; c < programs.size(); ++c) {
-    const isa::VerifyReport report = isa::verify(programs[c], chip, out.compiled.source);
+    const isa::VerifyReport report = isa::verify(programs[c], unbounded, out.compiled.source);
     const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
     if (!report.ok() && !only_deadlock) {
       const std::string which = programs.size() > 1 ? fmt::format(" (TensorCore {})", c) : "";
@@ -98,6 +115,12 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
       return std::nullopt;
     }
   }
+  if (!options.multi_chip && out.compiled.devices > 1 && options.notes != nullptr) {
+    *options.notes << fmt::format(
+        "{}: note: the module runs on {} devices ({}); this run simulates one chip, its collectives timed on "
+        "a one-chip placeholder (--system auto simulates all {})\n",
+        path, out.compiled.devices, out.compiled.devices_source, out.compiled.devices);
+  }
   if (options.multi_chip) {
     // Replica groups that do not fit the system are bad input, found before simulating.
     if (const auto bad = check_replica_groups(programs.front(), chip_count(chip.system)); !bad.empty()) {
@@ -105,7 +128,7 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
       return std::nullopt;
     }
   }
-  auto run = simulate_system(chip, std::move(programs), options.multi_chip, options.spmd);
+  auto run = simulate_system(is_hlo_path(path) ? unbounded : chip, std::move(programs), options.multi_chip, options.spmd);
   if (!run.ok()) {
     error = {kFailure, format_all(run.errors())};
     return std::nullopt;

@@ -39,6 +39,11 @@ struct Compiled {
   std::optional<hlo::RooflineReport> roofline;
   std::vector<lower::LowerReport> reports;
   std::string hlo_warnings;  // hlo::format_warnings of the parse ("" for none)
+  // HLO only: the devices the module runs on (hlo::module_devices) and how that was found.
+  std::int64_t devices = 1;
+  std::string devices_source;
+  // HLO only: HBM one device holds at least (hlo::parameter_bytes).
+  std::int64_t hbm_need_bytes = 0;
 };
 
 struct StageError {

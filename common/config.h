@@ -193,6 +193,11 @@ struct SystemTopology {
 // one place this product is computed).
 [[nodiscard]] std::int64_t chip_count(const SystemTopology& system);
 
+// A slice shape for `chips` chips on a torus of `axes` axes (1-3): the
+// prime factors dealt largest first to the smallest axis, ascending
+// ("2x4" for 8 on 2 axes, "4x4x8" for 128 on 3). `tpusim run --system auto`.
+[[nodiscard]] std::vector<std::int64_t> system_shape_for(std::int64_t chips, int axes);
+
 // Per axis of system.topology: does it wrap under system.wrap_rule, and why.
 struct AxisWrap {
   bool wraps = false;
@@ -225,6 +230,9 @@ struct ChipConfig {
   SystemTopology system;
   SimulationConfig simulation;
 };
+
+// The torus axes of a chip: one per pair of ICI links (ici.links / 2, 1-3).
+[[nodiscard]] int torus_axes(const ChipConfig& chip);
 
 // Figures derived from a chip config (no simulation): what `config show`
 // prints and what presets are checked against.

@@ -589,6 +589,25 @@ std::int64_t chip_count(const SystemTopology& system) {
   return product * system.slices;
 }
 
+std::vector<std::int64_t> system_shape_for(std::int64_t chips, int axes) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(std::clamp(axes, 1, 3)), 1);
+  std::vector<std::int64_t> primes;
+  std::int64_t n = std::max<std::int64_t>(1, chips);
+  for (std::int64_t p = 2; p * p <= n; ++p) {
+    while (n % p == 0) {
+      primes.push_back(p);
+      n /= p;
+    }
+  }
+  if (n > 1) primes.push_back(n);
+  std::sort(primes.rbegin(), primes.rend());
+  for (const std::int64_t p : primes) *std::min_element(dims.begin(), dims.end()) *= p;
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+int torus_axes(const ChipConfig& chip) { return static_cast<int>(std::clamp<std::int64_t>(chip.ici.links / 2, 1, 3)); }
+
 std::vector<AxisWrap> wrap_by_rule(const SystemTopology& system) {
   const auto& topo = system.topology;
   const std::int64_t k = system.wrap_size;

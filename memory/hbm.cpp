@@ -27,7 +27,7 @@ void Hbm::b_transport(int /*initiator*/, tlm::tlm_generic_payload& payload, sc_c
     tile.stride_bytes = tile.row_bytes;
     tile.offset = payload.get_address();
   }
-  if (tile.offset + tile.useful_bytes() > static_cast<Bytes>(cfg_.capacity) && tile.rows <= 1) {
+  if (cfg_.capacity > 0 && tile.offset + tile.useful_bytes() > static_cast<Bytes>(cfg_.capacity) && tile.rows <= 1) {  // 0: unbounded
     payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }

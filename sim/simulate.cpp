@@ -43,7 +43,7 @@ std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   const double cap[3] = {chip.hbm.capacity, chip.core.vmem.capacity, chip.core.smem.capacity};
   const char* names[3] = {"HBM", "VMEM", "SMEM"};
   for (int s = 0; s < 3; ++s) {
-    if (static_cast<double>(next[s]) > cap[s]) {
+    if (cap[s] > 0 && static_cast<double>(next[s]) > cap[s]) {  // 0: unbounded
       return fmt::format("the program's {} buffers need {} bytes, more than the {} configured", names[s], next[s],
                          static_cast<std::int64_t>(cap[s]));
     }

@@ -88,7 +88,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                       "Merge consecutive same-op slices on a track closer than this (microseconds)")
       ->capture_default_str();
   // Multi-chip SPMD runs (issue 7; docs/spmd.md).
-  run_cmd->add_option("--system", run_opt.system, "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology)")
+  run_cmd->add_option("--system", run_opt.system,
+                      "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology); auto: as many chips as the "
+                      "HLO module's devices (num_partitions x replica_count, else its replica groups), shaped for "
+                      "the chip's torus")
       ->type_name("AxBxC");
   run_cmd->add_flag_callback("--wrap", [&] { run_opt.wrap = true; },
                              "Every axis of --system wraps around (a torus; default: system.wraparound, else the "

@@ -12,6 +12,7 @@
 #include "app/validate/validate_collective.h"
 #include "isa/assembler.h"
 #include "isa/hlo/analysis.h"
+#include "isa/hlo/devices.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/fusion.h"
 #include "isa/lower/lower.h"
@@ -120,8 +121,45 @@ int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& 
   return report.ok() ? kOk : kFailure;
 }
 
-int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run, std::ostream& out,
+namespace {
+
+// --system auto: as many chips as the module's devices (hlo::module_devices),
+// shaped for the chip's torus; says what it chose and why.
+std::optional<std::string> auto_system(const CommonOptions& opt, const std::string& input, std::ostream& err) {
+  if (!app::is_hlo_path(input)) {
+    err << "--system auto: error: needs an HLO module (it counts the module's devices)\n";
+    return std::nullopt;
+  }
+  LoadedConfig base;
+  if (!load_chip(opt, base, err)) return std::nullopt;
+  auto parsed = hlo::parse_hlo_file(input, {.strict = opt.strict});
+  if (!parsed.ok()) {
+    err << format_all(parsed.errors());
+    return std::nullopt;
+  }
+  const hlo::ModuleDevices devices = hlo::module_devices(*parsed.modules[0].value());
+  const int axes = torus_axes(base.chip);
+  const auto dims = system_shape_for(devices.count, axes);
+  std::string shape;
+  for (const auto d : dims) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  if (opt.verbosity >= 0) {
+    err << fmt::format("{}: note: --system auto: {} device{} ({}): {} on {} ({} torus axes: ici.links {})\n", input,
+                       devices.count, devices.count == 1 ? "" : "s", devices.source, shape, base.chip.name, axes,
+                       base.chip.ici.links);
+  }
+  return shape;
+}
+
+}  // namespace
+
+int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run_in, std::ostream& out,
             std::ostream& err) {
+  RunOptions run = run_in;
+  if (run.system == "auto") {
+    auto shape = auto_system(opt, input, err);
+    if (!shape) return kUsageError;
+    run.system = *shape;
+  }
   std::optional<SpmdMode> mode;
   if (run.mode == "full") {
     mode = SpmdMode::kFull;

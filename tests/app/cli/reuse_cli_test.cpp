@@ -136,3 +136,46 @@ TEST(CliReuse, LoweredProgramKeepsItsReuse) {
 
 }  // namespace
 }  // namespace tpusim::cli
+
+// Real models: --system auto, the single-chip note, HBM that does not fit.
+namespace tpusim::cli {
+namespace {
+
+TEST(CliRealModels, SystemAutoBuildsTheModulesDeviceCount) {
+  const std::string layer = std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo";
+  const auto r = binary("run " + layer + " --chip v5p --system auto --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["chips"], 8);
+  EXPECT_EQ(j["system"].get<std::string>().substr(0, 5), "2x2x2");
+  EXPECT_THAT(r.err, HasSubstr("--system auto: 8 devices (num_partitions=8): 2x2x2 on v5p"));
+  // Without --system: one chip, and the note says how to run them all.
+  const auto one = binary("run " + layer + " --chip v5p --format json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_THAT(one.err, HasSubstr("the module runs on 8 devices (num_partitions=8); this run simulates one chip"));
+  // Assembly has no devices to count.
+  const std::string prog = write_temp("auto.tasm", ".buffer a hbm f32 [8, 128]\n");
+  const auto bad = tpusim({"run", prog, "--system", "auto"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--system auto: error: needs an HLO module"));
+}
+
+TEST(CliRealModels, ParametersBeyondHbmStillSimulateWithAWarning) {
+  // 2 GiB of parameters (bf16[32768,32768]) on a chip given 1 GiB of HBM.
+  const std::string path = write_temp("big.hlo", R"(HloModule big
+ENTRY e {
+  w = bf16[32768,32768] parameter(0)
+  x = bf16[128,32768] parameter(1)
+  ROOT d = bf16[128,32768] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  const auto r = binary("run " + path + " --chip v6e --set hbm.capacity=1GiB --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("the module's parameters alone need 2.156 GB of HBM per device, more than the "
+                               "1.074 GB of v6e"));
+  const auto j = nlohmann::json::parse(r.out);
+  // 2 x 128 x 32768 x 32768 FLOP.
+  EXPECT_DOUBLE_EQ(j["mxu"]["flops"].get<double>(), 2.0 * 128 * 32768 * 32768);
+}
+
+}  // namespace
+}  // namespace tpusim::cli
