@@ -1,5 +1,7 @@
 #include "sim/tensor_core.h"
 
+#include "common/progress.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -375,6 +377,9 @@ CoTask TensorCore::sequencer() {
       count(sequencer_stats_.stall_queue_full_cycles, (now() - stall_from) / cycle_s_, pc);
       sequencer_waiting_ = {};
       dispatch(pc, u);
+    }
+    if ((++progress_ticks_ & 0xfff) == 0 && Progress::global().due()) {
+      Progress::global().update("simulating", fmt::format("{:.4g} ms simulated ({})", (now() + offset_s_) * 1e3, prefix_));
     }
     if (++issued_this_cycle >= width) {
       co_await sched_->at(sched_->now() + one_cycle_.value());

@@ -262,6 +262,7 @@ class TensorCore : public sc_core::sc_module {
   std::vector<SectionReuse> reused_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
+  std::uint64_t progress_ticks_ = 0;  // instructions issued, for the progress line
   SpmdBinding spmd_;
   CoreSync* core_sync_ = nullptr;  // the chip's cross-core rendezvous (megacore); null = one core
   // Compute (non-ICI units) and collective intervals; the past before every

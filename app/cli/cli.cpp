@@ -1,11 +1,14 @@
 #include "app/cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <functional>
 #include <iostream>
 
 #include "app/cli/commands.h"
+#include "common/progress.h"
 #include "app/cli/compare_command.h"
 #include "app/cli/config_command.h"
 #include "app/cli/scale_command.h"
@@ -224,7 +227,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return kUsageError;
   }
   if (!action) return kUsageError;
-  return action();
+  // Progress of long runs: on a terminal's stderr only, never with -q.
+  const bool progress = &err == &std::cerr && opt.verbosity >= 0 && ::isatty(STDERR_FILENO) == 1;
+  if (progress) Progress::global().enable(&err);
+  const int code = action();
+  if (progress) Progress::global().disable();
+  return code;
 }
 
 int run(int argc, char** argv) {

@@ -8,6 +8,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include <fmt/format.h>
+
+#include "common/progress.h"
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/structural_key.h"
@@ -76,7 +79,14 @@ class Lowerer {
     // Unfused modules: tpusim's fusion policy (fusion.h) groups elementwise
     // chains; members run inside their group's kernel, at the group's root.
     const FusionPlan plan = plan_fusion(c_.module, comp);
+    std::size_t done = 0;
     for (const Instruction* x : comp.instructions()) {
+      if (top && Progress::global().due()) {
+        Progress::global().update("lowering", fmt::format("{} of {} ops of {}, {} instructions", done,
+                                                          comp.instructions().size(), c_.module.name(),
+                                                          c_.prog.code.size()));
+      }
+      ++done;
       if (auto f = plan.fused_into.find(x); f != plan.fused_into.end()) {
         if (top) c_.note(*x, NoteKind::kFree, "fused into " + std::string(plan.groups[f->second].root->name()) +
                                                   " (tpusim fusion policy)");
