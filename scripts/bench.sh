@@ -6,6 +6,7 @@
 # instructions lowered and vs chip count (symmetric 1-4096, full 1-64) get a
 # log-log fit whose exponent is printed against the expected one.
 # BENCH_LONG=1 adds full mode at 256 chips (~100 s) to the chip series.
+# Then scripts/run_corpus.py runs the whole shared HLO corpus (out/corpus.md).
 # The load average at the start and end goes into the JSON with the machine.
 # Benchmarks are not part of CI; run this by hand on a quiet machine.
 # Usage: [BENCH_LONG=1] scripts/bench.sh [--benchmark_filter=REGEX]
@@ -21,3 +22,6 @@ export BENCH_BUILD_TYPE=Release
 build/release/tests/tpusim_bench --benchmark_format=json --benchmark_out=out/bench_raw.json \
   --benchmark_out_format=json "$@" >/dev/null
 python3 scripts/bench_table.py out/bench_raw.json out/bench.json
+# Every shared-corpus file as a user runs it (single chip, and the module's
+# own system): files run / files valid, wall and peak RSS per file.
+python3 scripts/run_corpus.py build/release/app/tpusim --out out/corpus || true
