@@ -52,6 +52,9 @@ class Ctx {
   const LowerOptions& opt;
   isa::Program& prog;
   LowerReport& report;
+  // Set when an op would emit more than opt.max_instructions (found before
+  // its program takes memory); the driver reports it.
+  bool oversize = false;
 
   // ---- emission ----
   void set_provenance(std::string_view label) { prov_ = prog.strings.intern(label); }

@@ -69,15 +69,20 @@ class DotLowering {
       }
     }
     t_ = choose();
+    if (d_.batch == 1 && run_in_chunks()) return;
+    record_tiling();
+    emit();
+  }
+
+ private:
+  void record_tiling() {
     c_.report.tilings.push_back(d_.name + ": B=" + std::to_string(d_.batch) + " M=" + std::to_string(d_.m) +
                                 " K=" + std::to_string(d_.k) + " N=" + std::to_string(d_.n) +
                                 " tm=" + std::to_string(t_.tm) + " tn=" + std::to_string(t_.tn) +
  " tk=" + std::to_string(t_.tk) +
                                 (t_.lw ? " wide=lhs" : "") + (t_.rw ? " wide=rhs" : "") + " hbm_bytes=" + std::to_string(static_cast<std::int64_t>(t_.hbm_bytes)));
-    emit();
   }
 
- private:
   // Row parts of a block (N too narrow to feed all the MXUs).
   std::int64_t parts(std::int64_t tm, std::int64_t tn) const {
     return mxu_row_parts(c_.chip.core.mxu, tm, tn, c_.min_tile_rows());
@@ -262,12 +267,68 @@ class DotLowering {
     return std::min(t, full - idx * t);
   }
 
+  // A dot of more steps than LowerOptions::dot_chunk_max_steps: R x C
+  // equal chunks of the output, each a grid of whole blocks of this dot's
+  // own tiling (R row chunks of the lhs, C column chunks of the rhs), one
+  // chunk's program inside `repeat R*C` (as for batch elements: the chunk's
+  // tiles stand in for the others'; a chunk's blocks run as they would in
+  // the unrolled schedule). The chunk is the largest block grid of at most
+  // that many steps whose extents divide M and N; false when there is none
+  // (the program then stops at the instruction limit, emit()).
+  bool run_in_chunks() {
+    const std::int64_t nm = ceil_div(d_.m, t_.tm), nn = ceil_div(d_.n, t_.tn), nk = ceil_div(d_.k, t_.tk);
+    const auto limit = std::max<std::int64_t>(1, c_.opt.dot_chunk_max_steps);
+    if (static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk) <= static_cast<double>(limit) ||
+        d_.lhs_transposed || d_.rhs_transposed || d_.lhs_side > 1 || d_.rhs_side > 1 || nk > limit ||
+        d_.m % t_.tm != 0 || d_.n % t_.tn != 0) {
+      return false;
+    }
+    // Blocks per chunk: a x b, a | nm and b | nn, a * b * nk <= limit, most blocks (columns first).
+    std::int64_t best_a = 0, best_b = 0;
+    for (std::int64_t b = 1; b <= nn && b * nk <= limit; ++b) {
+      if (nn % b != 0) continue;
+      for (std::int64_t a = 1; a <= nm && a * b * nk <= limit; ++a) {
+        if (nm % a == 0 && a * b > best_a * best_b) best_a = a, best_b = b;
+      }
+    }
+    if (best_a * best_b <= 0) return false;
+    const std::int64_t r = nm / best_a, c = nn / best_b;
+    DotSpec chunk = d_;
+    chunk.m = d_.m / r;
+    chunk.n = d_.n / c;
+    chunk.lhs.rows = d_.lhs.rows / r;
+    chunk.lhs.elements = d_.lhs.elements / r;
+    chunk.rhs.cols = d_.rhs.cols / c;
+    chunk.rhs.elements = d_.rhs.elements / c;
+    chunk.out.rows = d_.out.rows / r;
+    chunk.out.cols = d_.out.cols / c;
+    chunk.out.elements = d_.out.elements / (r * c);
+    DotLowering one(c_, chunk);
+    one.split_ = false;  // megacore: the cores split the chunks instead
+    const auto [first, last] = split_ ? c_.core_share(r * c) : std::pair<std::int64_t, std::int64_t>{0, r * c};
+    if (last <= first) return true;  // more cores than chunks: nothing for this one
+    c_.emit(isa::Repeat{last - first});
+    one.t_ = t_;  // this dot's tiling: the chunk's blocks are the dot's blocks
+    one.record_tiling();
+    one.emit();
+    c_.emit(isa::End{});
+    c_.report.tilings.back() += " chunks=" + std::to_string(r) + "x" + std::to_string(c);
+    return true;
+  }
+
   void emit() {
     const std::int64_t B = d_.batch;
     Emit e;
     e.nm = ceil_div(d_.m, t_.tm);
     e.nn = ceil_div(d_.n, t_.tn);
     e.nk = ceil_div(d_.k, t_.tk);
+    // A program that would pass the instruction limit stops here, before its
+    // step list takes memory (the driver reports the limit).
+    if (static_cast<double>(B) * static_cast<double>(e.nm) * static_cast<double>(e.nn) * static_cast<double>(e.nk) >
+        static_cast<double>(c_.opt.max_instructions)) {
+      c_.oversize = true;
+      return;
+    }
     // Megacore: this core's contiguous share of the output blocks (in
     // b, mb, nb order, so a core keeps the lhs reuse across nb; with wide
     // loads g, mb, nb, j for batch element b = g·S + j, so consecutive

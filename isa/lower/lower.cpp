@@ -116,6 +116,12 @@ class Lowerer {
         auto st = lower_inst(*x, params, top);
         if (!st.ok()) return st.errors();
       }
+      if (c_.oversize) {
+        return Diagnostic{c_.module.source().name, 0, 0,
+                          "unsupported: " + std::string(x->name()) + " at " + c_.where(*x) + " would emit more than " +
+                              std::to_string(c_.opt.max_instructions) + " instructions",
+                          ""};
+      }
       if (!key.empty() && c_.prog.code.size() > code_before) remember(*x, std::move(key));
     }
     if (comp.root() == nullptr) return Value{};

@@ -1,0 +1,96 @@
+// Huge dots (LowerOptions::dot_chunk_max_steps): a dot of more MXU steps
+// than the limit is equal chunks of its own block grid inside `repeat`, so
+// its program stays small and its simulated time is the unrolled one's; a
+// dot that cannot be chunked stops at the instruction limit before its
+// program takes memory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <tuple>
+
+#include "common/isolated.h"
+#include "isa/hlo/parser.h"
+#include "isa/lower/lower.h"
+#include "sim/simulate.h"
+#include "tests/isa/lower/preset.h"
+
+namespace tpusim::lower {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string dot_module(std::int64_t m, std::int64_t k, std::int64_t n) {
+  const auto s = [](std::int64_t v) { return std::to_string(v); };
+  return "HloModule d\nENTRY e {\n  a = bf16[" + s(m) + "," + s(k) + "] parameter(0)\n  b = bf16[" + s(k) + "," + s(n) +
+         "] parameter(1)\n  ROOT d = bf16[" + s(m) + "," + s(n) +
+         "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+}
+
+struct DotRun {
+  double seconds = 0;
+  std::size_t instructions = 0;
+  std::string tiling;
+};
+
+// Lowered (with `limit` steps per chunk) and simulated in a child process.
+DotRun lower_and_run(const std::string& text, std::int64_t limit) {
+  std::string error;
+  const auto out = run_isolated(
+      [&]() -> std::string {
+        const ChipConfig c = tpusim::testing::preset("v5e");
+        auto m = hlo::parse_hlo_module(text, "d.hlo");
+        LowerOptions o;
+        o.dot_chunk_max_steps = limit;
+        auto l = lower_module(**m, c, o);
+        if (!l.ok()) return "error " + format_all(l.errors());
+        const std::size_t n = l->program.code.size();
+        const std::string tiling = l->report.tilings.empty() ? "" : l->report.tilings.front();
+        auto r = simulate(c, l->program);
+        if (!r.ok() || !r->finished) return "error simulate";
+        std::ostringstream os;
+        os.precision(17);
+        os << r->seconds << " " << n << " " << tiling;
+        return os.str();
+      },
+      error);
+  EXPECT_TRUE(out && !out->starts_with("error")) << error << (out ? *out : "");
+  DotRun run;
+  if (out && !out->starts_with("error")) {
+    std::istringstream is(*out);
+    is >> run.seconds >> run.instructions;
+    std::getline(is, run.tiling);
+  }
+  return run;
+}
+
+TEST(DotChunks, ChunkedDotTakesTheUnrolledTimePlusAStepPerChunk) {
+  // [4096 x 2048] x [2048 x 4096] on v5e: tiles 1024 x 512 x 512, a grid of
+  // 4 x 8 blocks of 4 k steps = 128 steps.
+  const std::string text = dot_module(4096, 2048, 4096);
+  const DotRun full = lower_and_run(text, 1 << 20);
+  EXPECT_THAT(full.tiling, HasSubstr("tm=1024 tn=512 tk=512"));
+  EXPECT_THAT(full.tiling, ::testing::Not(HasSubstr("chunks=")));
+  const double step_s = full.seconds / 128;
+  for (const auto& [limit, chunks, grid] : {std::tuple{64, 2, "chunks=1x2"}, std::tuple{16, 8, "chunks=1x8"}}) {
+    const DotRun chunked = lower_and_run(text, limit);
+    EXPECT_THAT(chunked.tiling, HasSubstr(grid)) << limit;
+    // One chunk's program: the instructions shrink with the chunk count.
+    EXPECT_LT(chunked.instructions * static_cast<std::size_t>(chunks) / 2, full.instructions) << limit;
+    // Each chunk fills and drains its own pipeline: at most 1.5 steps more per chunk.
+    EXPECT_GE(chunked.seconds, full.seconds) << limit;
+    EXPECT_LE(chunked.seconds - full.seconds, chunks * 1.5 * step_s) << limit;
+  }
+}
+
+TEST(DotChunks, AnUnchunkableHugeDotStopsBeforeTakingMemory) {
+  // 1e6 is no multiple of the power-of-two tiles: no equal chunks; the
+  // unrolled program would be 4.7e8 steps (before, it grew past 9 GB).
+  auto m = hlo::parse_hlo_module(dot_module(1000000, 1000000, 1000000), "huge.hlo");
+  ASSERT_TRUE(m.ok());
+  auto l = lower_module(**m, tpusim::testing::preset("v5e"));
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.errors().front().message, HasSubstr("d at huge.hlo:5 would emit more than 4000000 instructions"));
+}
+
+}  // namespace
+}  // namespace tpusim::lower
