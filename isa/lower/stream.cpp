@@ -9,6 +9,8 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "isa/hlo/attribute_values.h"
 #include "isa/lower/context.h"
 #include "isa/lower/fusion.h"
@@ -80,6 +82,8 @@ class Streamer {
   Streamer(Ctx& ctx, const StreamKernel& k) : c_(ctx), k_(k) {}
 
   void run() {
+    inputs_ = k_.inputs;
+    outputs_ = k_.outputs;
     choose_space();
     plan_arrays();
     emit_all();
@@ -104,8 +108,8 @@ class Streamer {
     rows_ = std::max<std::int64_t>(1, e / last);
   }
   void choose_space() {
-    for (const Array& a : k_.inputs) consider(a.shape);
-    for (const Array& a : k_.outputs) consider(a.shape);
+    for (const Array& a : inputs_) consider(a.shape);
+    for (const Array& a : outputs_) consider(a.shape);
     int ops = 0;
     if (k_.body != nullptr || k_.group != nullptr) {
       for (const hlo::Instruction* x : kernel_instructions()) {
@@ -116,18 +120,18 @@ class Streamer {
       consider(k_.single->shape());
       ops = 1;
     }
-    // Bytes per row of the iteration space held in VMEM per chunk: two
-    // slots and a tail of every streamed array, plus pooled temporaries.
-    std::int64_t per_row = 0;
-    for (const Array& a : k_.inputs) per_row += 3 * isa::dtype_bytes(a.dtype, a.cols) * ceil_div(a.rows, rows_);
-    for (const Array& a : k_.outputs) per_row += 3 * isa::dtype_bytes(a.dtype, a.cols) * ceil_div(a.rows, rows_);
     const std::int64_t temps = std::min(ops, c_.opt.stream_max_live_temps) + 2;
-    const std::int64_t padded_cols = round_up(cols_, c_.lanes());
-    per_row += temps * 2 * padded_cols * 4;
-    per_row = std::max<std::int64_t>(1, per_row);
+    std::int64_t per_row = row_bytes(temps);
     const std::int64_t align = c_.min_tile_rows();
+    // Rows too wide for even the smallest chunk (a vocabulary-wide logits
+    // row: 8 rows x 128256 columns x a dozen f32 temporaries pass 128 MiB):
+    // an elementwise kernel sees the same elements as narrower rows.
+    if (static_cast<double>(align * per_row) > c_.opt.stream_vmem_fraction * c_.chip.core.vmem.capacity) {
+      fold_wide_rows(temps);
+      per_row = row_bytes(temps);
+    }
     std::int64_t q = std::min(c_.vmem_budget() / per_row,
-                              std::max<std::int64_t>(1, c_.opt.stream_chunk_bytes / (padded_cols * 4)));
+                              std::max<std::int64_t>(1, c_.opt.stream_chunk_bytes / (round_up(cols_, c_.lanes()) * 4)));
     q = std::max(align, q / align * align);
     // Bound the program size: at most ~stream_target_chunks chunks per
     // kernel (still far below VMEM for the arrays of real models).
@@ -139,6 +143,92 @@ class Streamer {
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);
+  }
+
+  // Bytes per row of the iteration space held in VMEM per chunk: two
+  // slots and a tail of every streamed array, plus pooled temporaries.
+  // (An array of the iteration space's elements counts as seen in rows of
+  // cols_, as fold_wide_rows views it.)
+  [[nodiscard]] std::int64_t row_bytes(std::int64_t temps) const {
+    std::int64_t per_row = 0;
+    for (const auto* arrays : {&inputs_, &outputs_}) {
+      for (const Array& a : *arrays) {
+        const bool space = a.elements == space_elems_;
+        per_row += 3 * isa::dtype_bytes(a.dtype, space ? cols_ : a.cols) * (space ? 1 : ceil_div(a.rows, rows_));
+      }
+    }
+    per_row += temps * 2 * round_up(cols_, c_.lanes()) * 4;
+    return std::max<std::int64_t>(1, per_row);
+  }
+
+  // An elementwise kernel (every array and value of the iteration space's
+  // element count, or a scalar) computes the same whatever the 2-D view of
+  // its elements: rows of cols_ / f elements, f the smallest divisor of
+  // cols_ whose narrower rows (a multiple of the lanes where one exists)
+  // fit the smallest chunk. The arrays are read and written through HBM
+  // views of that shape (the same bytes).
+  void fold_wide_rows(std::int64_t temps) {
+    const auto full_or_scalar = [&](const hlo::Shape& sh) {
+      if (!sh.is_array()) return false;
+      const std::int64_t e = std::max<std::int64_t>(1, sh.element_count());
+      return (e == space_elems_ || e == 1) && stored_type(sh.element_type()).width == 1;
+    };
+    for (const Array& a : inputs_) if (stored_type(a.shape.element_type()).width != 1) return;
+    for (const Array& a : outputs_) if (stored_type(a.shape.element_type()).width != 1) return;
+    const auto elementwise = [&](const hlo::Instruction& x) {
+      if (!full_or_scalar(x.shape())) return false;
+      const Opcode op = x.opcode();
+      if (hlo::opcode_is_elementwise(op) || op == Opcode::kParameter || op == Opcode::kConstant ||
+          op == Opcode::kCopy || op == Opcode::kBitcast || op == Opcode::kReshape) {
+        return true;
+      }
+      return op == Opcode::kBroadcast && x.operand_count() == 1 &&
+             std::max<std::int64_t>(1, x.operand(0)->shape().element_count()) == 1;
+    };
+    // A kernel with row broadcasts or reductions along the wide rows is
+    // folded too (there is no schedule of whole rows that fits), as an
+    // approximation: its broadcasts and reductions run per narrower row,
+    // with the same bytes and about the same vector work.
+    bool exact = k_.single == nullptr || elementwise(*k_.single);
+    for (const hlo::Instruction* x : kernel_instructions()) exact = exact && elementwise(*x);
+    const double room = c_.opt.stream_vmem_fraction * c_.chip.core.vmem.capacity;
+    const std::int64_t cols = cols_, rows = rows_, align = c_.min_tile_rows();
+    std::int64_t best = 0;
+    for (std::int64_t f = 2; f <= cols; ++f) {
+      if (cols % f != 0) continue;
+      cols_ = cols / f;
+      rows_ = rows * f;
+      const bool fits = static_cast<double>(align * row_bytes(temps)) <= room;
+      if (fits && best == 0) best = f;  // the smallest that fits
+      if (fits && cols_ % c_.lanes() == 0) {
+        best = f;  // prefer lane-aligned rows
+        break;
+      }
+      if (cols_ < c_.lanes()) break;
+    }
+    if (best == 0) {
+      cols_ = cols;
+      rows_ = rows;
+      return;
+    }
+    cols_ = cols / best;
+    rows_ = rows * best;
+    for (auto* arrays : {&inputs_, &outputs_}) {
+      for (Array& a : *arrays) {
+        if (a.elements == space_elems_) a = c_.view(a, rows_, cols_);
+      }
+    }
+    if (!exact) {
+      const hlo::Instruction* x = k_.single != nullptr  ? k_.single
+                                  : k_.group != nullptr ? k_.group->root
+                                  : k_.body != nullptr  ? k_.body->root()
+                                                        : nullptr;
+      if (x != nullptr) {
+        note_once(*x, fmt::format("rows of {} elements do not fit VMEM in the smallest chunk: streamed as rows of {}, "
+                                  "its row broadcasts and reductions approximated per narrower row",
+                                  cols, cols_));
+      }
+    }
   }
 
   void plan_arrays() {
@@ -161,8 +251,8 @@ class Streamer {
       (void)is_output;
       return s;
     };
-    for (std::size_t i = 0; i < k_.inputs.size(); ++i) ins_.push_back(plan(k_.inputs[i], false, "in" + std::to_string(i)));
-    for (std::size_t i = 0; i < k_.outputs.size(); ++i) outs_.push_back(plan(k_.outputs[i], true, "out" + std::to_string(i)));
+    for (std::size_t i = 0; i < inputs_.size(); ++i) ins_.push_back(plan(inputs_[i], false, "in" + std::to_string(i)));
+    for (std::size_t i = 0; i < outputs_.size(); ++i) outs_.push_back(plan(outputs_[i], true, "out" + std::to_string(i)));
   }
 
   // Chunk i's tile of a streamed array (rows of its own view); nullopt if empty.
@@ -763,6 +853,7 @@ class Streamer {
 
   Ctx& c_;
   const StreamKernel& k_;
+  std::vector<Array> inputs_, outputs_;  // the kernel's arrays, through narrower views when folded
   std::int64_t space_elems_ = 0, rows_ = 1, cols_ = 1, q_ = 1, chunks_ = 1;
   std::vector<ArrayStream> ins_, outs_;
   std::map<std::tuple<isa::DType, std::int64_t, std::int64_t>, std::vector<std::uint32_t>> pool_;
