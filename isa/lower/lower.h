@@ -38,6 +38,11 @@ struct LowerOptions {
   std::int64_t stream_target_chunks = 256;
   double stream_vmem_fraction = 0.8;
   std::int64_t stream_max_chunks = 4096;
+  // A kernel of more chunks than this runs its steady middle as `repeat` of
+  // a pair of chunks (same instructions, the pair's tiles standing in for
+  // the others'): a 3 GB optimizer update is then a program of a few pairs.
+  // Kernels up to stream_target_chunks stay unrolled.
+  std::int64_t stream_repeat_min_chunks = 256;
   // VMEM a stream kernel reserves per row for temporaries: the results of at
   // most this many ops live at once (plus 2), each an f32 row.
   int stream_max_live_temps = 12;

@@ -139,7 +139,10 @@ class Streamer {
     const auto fits = [&](std::int64_t rows) {
       return static_cast<double>(rows * per_row) <= c_.opt.stream_vmem_fraction * c_.chip.core.vmem.capacity;
     };
-    q = std::max(q, fits(few) ? few : round_up(ceil_div(rows_, c_.opt.stream_max_chunks), align));
+    // Past stream_max_chunks chunks the chunk grows, as long as it fits VMEM
+    // (more chunks then run as a loop, emit_all()).
+    const std::int64_t capped = round_up(ceil_div(rows_, c_.opt.stream_max_chunks), align);
+    q = std::max(q, fits(few) ? few : fits(capped) ? capped : q);
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);
@@ -825,7 +828,7 @@ class Streamer {
     std::vector<std::int64_t> out_count(static_cast<std::size_t>(chunks_), 0);
     in_count[static_cast<std::size_t>(lo)] = prefetch(lo);
     c_.wait(res, res_count);
-    for (std::int64_t i = lo; i < hi; ++i) {
+    const auto iteration = [&](std::int64_t i) {
       const auto ui = static_cast<std::size_t>(i);
       if (i + 1 < hi) in_count[ui + 1] = prefetch(i + 1);
       c_.wait(in[i % 2], in_count[ui]);
@@ -838,6 +841,32 @@ class Streamer {
           ++out_count[ui];
         }
       }
+    };
+    // Many chunks: the steady middle (full chunks, after the first two and
+    // before the last two) as `repeat` of a pair of chunks (the two VMEM
+    // slots alternate): the same instructions as unrolled, the pair's tiles
+    // standing in for the others' (as a dot's batch elements do).
+    std::int64_t i = lo;
+    const std::int64_t full_end = std::min(hi - 2, rows_ / q_ - 1);  // chunk i+1 is full below this
+    const std::int64_t pairs =
+        chunks_ > c_.opt.stream_repeat_min_chunks ? std::max<std::int64_t>(0, (full_end - (lo + 2)) / 2) : 0;
+    for (; i < hi; ++i) {
+      if (pairs >= 2 && i == lo + 2) {
+        c_.emit(isa::Repeat{pairs});
+        iteration(i);
+        iteration(i + 1);
+        c_.emit(isa::End{});
+        // What the next iterations wait for, as in the unrolled schedule.
+        for (std::int64_t k = i + 2; k < i + 2 * pairs; ++k) {
+          out_count[static_cast<std::size_t>(k)] = out_count[static_cast<std::size_t>(i)];  // chunks written
+        }
+        for (std::int64_t k = i + 3; k <= i + 2 * pairs; ++k) {
+          in_count[static_cast<std::size_t>(k)] = in_count[static_cast<std::size_t>(i + 2)];  // chunks prefetched
+        }
+        i += 2 * pairs - 1;
+        continue;
+      }
+      iteration(i);
       if (c_.prog.code.size() > c_.opt.max_instructions) return;
     }
     if (hi - lo >= 2) c_.wait(out[hi % 2], out_count[static_cast<std::size_t>(hi - 2)]);
