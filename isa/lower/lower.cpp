@@ -98,7 +98,9 @@ class Lowerer {
       // one already lowered is not lowered again; the simulator charges it
       // the first one's time and counters.
       std::string key;
-      if (top && c_.opt.reuse_repeated_ops && reusable(*x)) {
+      // (Not while an async collective flies: the ops between its -start and
+      // -done hide it, and a copy left out would expose it.)
+      if (top && c_.opt.reuse_repeated_ops && reusable(*x) && pending_.empty()) {
         key = reuse_key(*x, group);
         if (reuse(*x, key)) continue;
       }
@@ -130,11 +132,14 @@ class Lowerer {
 
   // ---- Reuse of repeated top-level ops ----
   // Ops whose lowering leaves state behind for a later op (an async -start's
-  // pending collective, its -done's wait) are always lowered.
+  // pending collective, its -done's wait), and collectives, are always lowered.
   static bool reusable(const Instruction& x) {
     const hlo::OpCategory c = hlo::opcode_category(x.opcode());
+    // Collectives are one instruction each, and their time depends on the
+    // others in flight with them (they share links): always simulated.
     if (c == hlo::OpCategory::kParameter || c == hlo::OpCategory::kConstant || c == hlo::OpCategory::kTuple ||
-        c == hlo::OpCategory::kAsyncDone || c == hlo::OpCategory::kSideEffect || c == hlo::OpCategory::kUnknown) {
+        c == hlo::OpCategory::kAsyncDone || c == hlo::OpCategory::kSideEffect || c == hlo::OpCategory::kUnknown ||
+        c == hlo::OpCategory::kCollective) {
       return false;
     }
     return !x.opcode_text().ends_with("-start") && x.opcode() != Opcode::kAsyncStart &&
