@@ -647,27 +647,53 @@ class Verifier {
   }
 
   void check_capacity() {
-    // Live range of each buffer: first..last instruction using it, widened to
-    // the outermost repeat around each use (a loop reuses it every iteration).
+    // Live range of each buffer: first..last instruction using it. A VMEM
+    // buffer a loop reads before writing it in an iteration (and writes
+    // somewhere) carries a value from one iteration to the next: its range
+    // widens to the outermost repeat around its uses, as does every buffer
+    // of another memory. One each iteration writes before reading it (a
+    // staging buffer of a loop body's section) is live from that write to
+    // its last use, so later sections of the body may reuse its memory.
     const std::size_t nb = p_.buffers.size();
     std::vector<std::size_t> first(nb, kNone), last(nb, 0);
+    std::vector<std::size_t> wide_first(nb, kNone), wide_last(nb, 0);
+    std::vector<bool> carried(nb, false), written(nb, false);
+    std::set<std::pair<std::uint32_t, std::size_t>> seen_in_loop;  // (buffer, loop) used
+    std::map<std::uint32_t, bool> reads;  // this instruction's buffers: read (or only written)
     for (std::size_t i = 0; i < p_.code.size(); ++i) {
+      reads.clear();
       std::visit(
           [&](const auto& s) {
             using S = std::decay_t<decltype(s)>;
             if constexpr (!std::is_same_v<S, std::monostate>) {
-              for_each_field(s, [&](const FieldInfo&, const auto& field) {
+              for_each_field(s, [&](const FieldInfo& info, const auto& field) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(field)>, TileRef>) {
                   if (!field.present() || field.buffer >= nb) return;
-                  const auto [lo, hi] = outer_[i].first == kNone ? std::pair{i, i} : outer_[i];
                   const std::uint32_t b = p_.storage(field.buffer);  // a view keeps its storage live
-                  first[b] = std::min(first[b], lo);
-                  last[b] = std::max(last[b], hi);
+                  first[b] = std::min(first[b], i);
+                  last[b] = std::max(last[b], i);
+                  const auto [lo, hi] = outer_[i].first == kNone ? std::pair{i, i} : outer_[i];
+                  wide_first[b] = std::min(wide_first[b], lo);
+                  wide_last[b] = std::max(wide_last[b], hi);
+                  reads[b] = reads[b] || info.name != "dst";
+                  if (info.name == "dst") written[b] = true;
                 }
               });
             }
           },
           p_.code[i].op);
+      if (outer_[i].first == kNone) continue;
+      for (const auto& [b, read] : reads) {
+        // The loop's first use of b reads it (also a read-modify-write).
+        if (seen_in_loop.insert({b, outer_[i].first}).second && read) carried[b] = true;
+      }
+    }
+    for (std::size_t b = 0; b < nb; ++b) {
+      // (A buffer nothing writes holds no value to carry.)
+      if ((carried[b] && written[b]) || p_.buffers[b].space != MemSpace::kVmem) {
+        first[b] = wide_first[b];
+        last[b] = wide_last[b];
+      }
     }
     check_space(MemSpace::kVmem, static_cast<std::int64_t>(chip_.core.vmem.capacity), first, last);
     check_space(MemSpace::kSmem, static_cast<std::int64_t>(chip_.core.smem.capacity), first, last);

@@ -124,8 +124,8 @@ std::int64_t Ctx::vmem_budget() const {
   return static_cast<std::int64_t>(chip.core.vmem.capacity * opt.vmem_budget_fraction);
 }
 
-void Ctx::begin_section(bool keep_arena) {
-  if (!keep_arena) vmem_next_ = 0;
+void Ctx::begin_section() {
+  vmem_next_ = 0;
   // Megacore: the previous section's outputs (written by every core) are
   // complete before this one reads them.
   if (opt.cores > 1 && report.sections > 0) emit(isa::CoreBarrier{});

@@ -80,8 +80,10 @@ class Ctx {
   // A VMEM buffer at a fixed offset in the current section's arena. Sections
   // drain all their DMAs before the next begins, so arenas may overlap.
   std::uint32_t vmem(std::string_view name, isa::DType d, std::int64_t rows, std::int64_t cols);
-  // keep_arena: inside a loop body every buffer is live for the whole loop.
-  void begin_section(bool keep_arena = false);
+  // A section's staging buffers are dead at its end, also in a loop body
+  // (each iteration writes them before reading them; the verifier checks
+  // that), so every section starts its VMEM arena at 0.
+  void begin_section();
   [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
   // Megacore: this core's contiguous share [first, last) of `items` units of
   // work (all of them when cores = 1).

@@ -267,7 +267,7 @@ class Lowerer {
   // computation's instruction it belongs to when nested ("while.3/fusion.2"),
   // so reports roll every instruction up to an op of the entry computation.
   void section(const Instruction& x, bool approximate) {
-    c_.begin_section(loop_depth_ > 0);
+    c_.begin_section();
     const std::string name = provenance_name(x);
     c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + name : name);
     c_.set_location(c_.loc(x));

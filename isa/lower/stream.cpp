@@ -268,24 +268,36 @@ class Streamer {
   }
 
   // ---- temporaries ----
-  isa::TileRef temp(Form f, isa::DType d, std::int64_t len) {
+  // A temporary: `written` = the caller writes it first (an op's result),
+  // else it is a stand-in read as is. Written temporaries come only from
+  // buffers written before or fresh ones, so no buffer is first read and
+  // later written (in a loop body, the verifier would take that for a value
+  // carried from one iteration to the next).
+  isa::TileRef temp(Form f, isa::DType d, std::int64_t len, bool written) {
     const std::int64_t r = (f == Form::kFull || f == Form::kCol) ? len : 1;
     const std::int64_t cc = (f == Form::kFull || f == Form::kRow) ? cols_ : 1;
-    auto& freelist = pool_[{d, r, cc}];
+    const std::tuple<isa::DType, std::int64_t, std::int64_t> key{d, r, cc};
+    auto& pool = pool_[key];
+    auto& unwritten = unwritten_pool_[key];
     std::uint32_t b;
-    if (!freelist.empty()) {
-      b = freelist.back();
-      freelist.pop_back();
+    if (!written && !unwritten.empty()) {
+      b = unwritten.back();
+      unwritten.pop_back();
+    } else if (!pool.empty()) {
+      b = pool.back();
+      pool.pop_back();
     } else {
       b = c_.vmem("t", d, r, cc);
       temps_.push_back(b);
     }
+    if (written) written_.insert(b);
     return c_.tile(b, 0, r, 0, cc);
   }
   void release(const Val& v) {
     if (!v.pooled) return;
     const auto& b = c_.prog.buffers[v.tile.buffer];
-    pool_[{b.dtype, b.rows(), b.cols()}].push_back(v.tile.buffer);
+    (written_.contains(v.tile.buffer) ? pool_ : unwritten_pool_)[{b.dtype, b.rows(), b.cols()}].push_back(
+        v.tile.buffer);
   }
 
   Form form_of_shape(const hlo::Shape& s) const {
@@ -305,17 +317,17 @@ class Streamer {
 
   // A value with no instruction behind it in this chunk (a stand-in tile
   // of the right form and dtype).
-  Val standin(Form f, isa::DType d, std::int64_t len) {
+  Val standin(Form f, isa::DType d, std::int64_t len, bool written = false) {
     Val v;
     v.form = f;
     v.dtype = d;
-    v.tile = temp(f, d, len);
+    v.tile = temp(f, d, len, written);
     v.pooled = true;
     return v;
   }
   // A result of form f: written into dst when given, else a pooled temporary.
   Val result(Form f, isa::DType d, std::int64_t len, const isa::TileRef* dst) {
-    if (dst == nullptr) return standin(f, d, len);
+    if (dst == nullptr) return standin(f, d, len, true);
     Val v;
     v.form = f;
     v.dtype = d;
@@ -565,12 +577,12 @@ class Streamer {
       Val cur = *ops[i];
       const isa::DType vd = cur.dtype;
       if (last && (cur.form == Form::kFull || cur.form == Form::kRow)) {
-        const Val r = standin(cur.form == Form::kFull ? Form::kCol : Form::kScalar, vd, len);
+        const Val r = standin(cur.form == Form::kFull ? Form::kCol : Form::kScalar, vd, len, true);  // the reduce writes it
         c_.emit(isa::XluReduce{reduce_op(x), r.tile, cur.tile});
         cur = r;
       }
       if (others && (cur.form == Form::kFull || cur.form == Form::kCol)) {
-        const Val r = standin(cur.form == Form::kFull ? Form::kRow : Form::kScalar, vd, len);
+        const Val r = standin(cur.form == Form::kFull ? Form::kRow : Form::kScalar, vd, len, true);  // the reduce writes it
         c_.emit(isa::VpuReduce{reduce_op(x), r.tile, cur.tile});
         if (cur.pooled && cur.tile.buffer != ops[i]->tile.buffer) release(cur);
         cur = r;
@@ -784,9 +796,10 @@ class Streamer {
     // Return every pooled temp: the next chunk starts from a full pool.
     // (Pool buffers are reused; the scoreboard orders the reuse.)
     pool_.clear();
+    unwritten_pool_.clear();
     for (const std::uint32_t b : temps_) {
       const auto& buf = c_.prog.buffers[b];
-      pool_[{buf.dtype, buf.rows(), buf.cols()}].push_back(b);
+      (written_.contains(b) ? pool_ : unwritten_pool_)[{buf.dtype, buf.rows(), buf.cols()}].push_back(b);
     }
   }
 
@@ -847,7 +860,14 @@ class Streamer {
     // slots alternate): the same instructions as unrolled, the pair's tiles
     // standing in for the others' (as a dot's batch elements do).
     std::int64_t i = lo;
-    const std::int64_t full_end = std::min(hi - 2, rows_ / q_ - 1);  // chunk i+1 is full below this
+    // Below full_end, chunk i+1 is full for every streamed array (arrays of
+    // other row counts than the iteration space have chunks of their own size).
+    std::int64_t full_end = std::min(hi - 2, rows_ / q_ - 1);
+    for (const auto* streams : {&ins_, &outs_}) {
+      for (const ArrayStream& st : *streams) {
+        if (st.streamed) full_end = std::min(full_end, st.a.rows / std::max<std::int64_t>(1, st.q) - 1);
+      }
+    }
     const std::int64_t pairs =
         chunks_ > c_.opt.stream_repeat_min_chunks ? std::max<std::int64_t>(0, (full_end - (lo + 2)) / 2) : 0;
     for (; i < hi; ++i) {
@@ -885,7 +905,8 @@ class Streamer {
   std::vector<Array> inputs_, outputs_;  // the kernel's arrays, through narrower views when folded
   std::int64_t space_elems_ = 0, rows_ = 1, cols_ = 1, q_ = 1, chunks_ = 1;
   std::vector<ArrayStream> ins_, outs_;
-  std::map<std::tuple<isa::DType, std::int64_t, std::int64_t>, std::vector<std::uint32_t>> pool_;
+  std::map<std::tuple<isa::DType, std::int64_t, std::int64_t>, std::vector<std::uint32_t>> pool_, unwritten_pool_;
+  std::set<std::uint32_t> written_;  // temporaries some op has written
   std::vector<std::uint32_t> temps_;
   std::set<const hlo::Instruction*> noted_;
 };

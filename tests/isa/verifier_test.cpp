@@ -139,6 +139,25 @@ TEST(Verifier, ReportsVmemCapacityExceededByLiveBuffers) {
   EXPECT_TRUE(r.ok()) << dump(r);
 }
 
+// In a loop body, two sections' staging buffers may share VMEM when each
+// iteration writes them before reading them; a buffer the loop reads before
+// writing carries a value across iterations and is live for the whole loop.
+TEST(Verifier, LoopBodySectionsShareVmemUnlessAValueIsCarried) {
+  const std::string decl =
+      ".buffer h hbm f32 [8, 128]\n.buffer a vmem f32 [8, 128] offset=0\n.buffer b vmem f32 [8, 128] offset=0\n"
+      ".semaphore s\n";
+  const std::string section_a = "dma.start dst=a src=h sem=s\nsem.wait sem=s\nvpu.add dst=a a=a b=a\n"
+                                "dma.start dst=h src=a sem=s\nsem.wait sem=s\n";
+  const std::string section_b = "dma.start dst=b src=h sem=s\nsem.wait sem=s\nvpu.add dst=b a=b b=b\n"
+                                "dma.start dst=h src=b sem=s\nsem.wait sem=s\n";
+  auto r = check(decl + "repeat count=4\n" + section_a + section_b + "end\n");
+  EXPECT_TRUE(r.ok()) << dump(r);
+  // a is read (by vpu.add) before the loop writes it: carried, overlapping b.
+  const std::string carried_a = "vpu.add dst=a a=a b=a\ndma.start dst=h src=a sem=s\nsem.wait sem=s\n";
+  r = check(decl + "dma.start dst=a src=h sem=s\nsem.wait sem=s\nrepeat count=4\n" + carried_a + section_b + "end\n");
+  EXPECT_EQ(r.count(VerifyError::kCapacity), 1u) << dump(r);
+}
+
 TEST(Verifier, ReportsBufferPastCapacityAndLiveOverlap) {
   const auto r = check(
       ".buffer a vmem f32 [8, 128] offset=134213632\n"  // 128 MiB - 4 KiB: its 4 KiB fit
