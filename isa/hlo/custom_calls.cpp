@@ -123,29 +123,37 @@ std::optional<GemmCall> gemm_call(const Instruction& inst) {
   if (inst.operand_count() < 2) return std::nullopt;
   const Shape& lhs = inst.operand(0)->shape();
   if (lhs.is_tuple() || lhs.rank() < 1) return std::nullopt;
-  Ints contracting{lhs.rank() - 1};
+  GemmCall g;
+  g.lhs_contracting = {lhs.rank() - 1};
+  g.rhs_contracting = {0};
   if (const auto j = backend_config_json(inst); j && j->is_object() && j->contains("gemm_backend_config")) {
-    const nlohmann::json& g = (*j)["gemm_backend_config"];
-    if (g.is_object() && g.contains("dot_dimension_numbers")) {
-      const nlohmann::json& d = g["dot_dimension_numbers"];
-      if (d.is_object() && d.contains("lhs_contracting_dimensions") && d["lhs_contracting_dimensions"].is_array()) {
-        contracting.clear();
-        for (const nlohmann::json& e : d["lhs_contracting_dimensions"]) {
-          // proto JSON writes int64 as strings.
+    const nlohmann::json& cfg = (*j)["gemm_backend_config"];
+    if (cfg.is_object() && cfg.contains("dot_dimension_numbers") && cfg["dot_dimension_numbers"].is_object()) {
+      const nlohmann::json& d = cfg["dot_dimension_numbers"];
+      // proto JSON writes int64 as strings.
+      const auto read = [&](const char* key, Ints& out) {
+        if (!d.contains(key) || !d[key].is_array()) return;
+        out.clear();
+        for (const nlohmann::json& e : d[key]) {
           std::int64_t n = -1;
-          if (e.is_number_integer()) n = e.get<std::int64_t>();
-          else if (e.is_string()) {
+          if (e.is_number_integer()) {
+            n = e.get<std::int64_t>();
+          } else if (e.is_string()) {
             const std::string s = e.get<std::string>();
             std::from_chars(s.data(), s.data() + s.size(), n);
           }
-          if (n >= 0 && n < lhs.rank()) contracting.push_back(n);
+          if (n >= 0) out.push_back(n);
         }
-      }
+      };
+      read("lhs_contracting_dimensions", g.lhs_contracting);
+      read("rhs_contracting_dimensions", g.rhs_contracting);
+      read("lhs_batch_dimensions", g.lhs_batch);
+      read("rhs_batch_dimensions", g.rhs_batch);
     }
   }
   double kdim = 1;
-  for (std::int64_t d : contracting) kdim *= static_cast<double>(lhs.dim(static_cast<int>(d)));
-  GemmCall g;
+  for (std::int64_t d : g.lhs_contracting)
+    if (d < lhs.rank()) kdim *= static_cast<double>(lhs.dim(static_cast<int>(d)));
   g.flops = 2 * static_cast<double>(first_array(inst.shape()).element_count()) * kdim;
   g.type = wider(lhs.element_type(), inst.operand(1)->shape().element_type());
   return g;

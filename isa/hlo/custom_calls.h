@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "isa/hlo/ir.h"
 
@@ -59,6 +60,9 @@ struct AttentionCall {
 struct GemmCall {
   double flops = 0;  // 2 · result elements · ∏ lhs contracting dims
   ElementType type = ElementType::kTuple;  // the wider operand type
+  // dot_dimension_numbers (lhs contracting = the last lhs dim, rhs
+  // contracting = rhs dim 0, no batch dims when backend_config has none).
+  std::vector<std::int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
 };
 
 // nullopt when `inst` is not one of the attention custom calls above or its

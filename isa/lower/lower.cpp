@@ -12,6 +12,7 @@
 
 #include "common/progress.h"
 #include "isa/hlo/attribute_values.h"
+#include "isa/hlo/custom_calls.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/structural_key.h"
 #include "isa/hlo/while_loop.h"
@@ -767,8 +768,41 @@ class Lowerer {
       free_note(x, s, "custom-call " + std::string(target) + ": annotation, no data movement");
       return true;
     }
+    if (lower_gemm_call(x)) return true;
     stream_single(x, true);
     c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+    return true;
+  }
+
+  // __cublas$gemm / __cublas$lt$matmul* of rank-2 operands without batch
+  // dims: the dot of gemm_backend_config's dot_dimension_numbers as an MXU
+  // program (the result is the first array; cuBLASLt's workspace is not
+  // touched). False for other shapes: the caller streams the bytes.
+  bool lower_gemm_call(const Instruction& x) {
+    const auto g = hlo::gemm_call(x);
+    if (!g || x.operand_count() < 2 || !g->lhs_batch.empty() || !g->rhs_batch.empty() ||
+        g->lhs_contracting.size() != 1 || g->rhs_contracting.size() != 1)
+      return false;
+    const hlo::Shape& ls = x.operand(0)->shape();
+    const hlo::Shape& rs = x.operand(1)->shape();
+    if (!ls.is_array() || !rs.is_array() || ls.rank() != 2 || rs.rank() != 2) return false;
+    if (stored_type(ls.element_type()).width != 1 || stored_type(rs.element_type()).width != 1) return false;
+    const bool lt = g->lhs_contracting[0] == 0, rt = g->rhs_contracting[0] == 1;
+    DotSpec spec;
+    spec.name = std::string(x.name());
+    spec.m = ls.dim(lt ? 1 : 0);
+    spec.k = ls.dim(lt ? 0 : 1);
+    spec.n = rs.dim(rt ? 0 : 1);
+    if (rs.dim(rt ? 1 : 0) != spec.k) return false;
+    Value out = c_.hbm_value(x.name(), x.shape());
+    if (out.leaves.empty() || out.leaves[0].rows != spec.m || out.leaves[0].cols != spec.n) return false;
+    vals_[&x] = out;
+    spec.out = out.leaves[0];
+    spec.lhs = c_.view(leaf0(x, 0), ls.dim(0), ls.dim(1));
+    spec.rhs = c_.view(leaf0(x, 1), rs.dim(0), rs.dim(1));
+    spec.lhs_transposed = lt;
+    spec.rhs_transposed = rt;
+    emit_dot(x, spec, nullptr, nullptr, {}, {}, false);
     return true;
   }
 

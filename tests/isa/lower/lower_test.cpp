@@ -344,6 +344,45 @@ ENTRY e {
   EXPECT_DOUBLE_EQ(hbm, 37.0 * kTrips);
 }
 
+// cuBLAS GEMM custom calls run as MXU programs of their
+// dot_dimension_numbers: bf16 [256, 512] x [512, 128] is 2·256·128·512 =
+// 33554432 FLOPs, the same with the lhs stored transposed ([512, 256],
+// contracting dim 0) and for cuBLASLt's (result, workspace) tuple.
+TEST(LowerSim, CublasGemmCustomCallIsAnMxuDot) {
+  const ChipConfig c = chip();
+  const std::string plain = R"(HloModule m
+ENTRY e {
+  a = bf16[256,512] parameter(0)
+  b = bf16[512,128] parameter(1)
+  ROOT g = bf16[256,128] custom-call(a, b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}
+})";
+  const std::string transposed_lt = R"(HloModule m
+ENTRY e {
+  a = bf16[512,256] parameter(0)
+  b = bf16[512,128] parameter(1)
+  ROOT g = (bf16[256,128], s8[1048576]) custom-call(a, b), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["0"],"rhs_contracting_dimensions":["0"]}}}
+})";
+  for (const std::string& text : {plain, transposed_lt}) {
+    const auto l = lower_text(text, c);
+    expect_verifies(l.program, c);
+    EXPECT_GT(count(l.program).matmuls, 0);
+    EXPECT_TRUE(l.report.approximations.empty()) << l.report.approximations.front();
+    // One simulation per process: each runs in a child.
+    std::string error;
+    const auto out = run_isolated(
+        [&] {
+          auto r = simulate(c, l.program);
+          if (!r.ok()) return format_all(r.errors());
+          double flops = 0;
+          for (const auto& row : r->provenance) flops += row.stats.flops;
+          return std::to_string(static_cast<long long>(flops));
+        },
+        error);
+    ASSERT_TRUE(out.has_value()) << error;
+    EXPECT_EQ(*out, std::to_string(2LL * 256 * 128 * 512));
+  }
+}
+
 TEST(LowerSim, LargeBf16DotNearRooflineOnV5e) {
   const ChipConfig c = chip("v5e");
   const std::string text = R"(HloModule big
