@@ -134,6 +134,7 @@ RooflineReport roofline(const Module& module, const RooflineRates& rates) {
     r.ops.push_back(std::move(row));
   }
   r.total.bound = pick(r.total.compute_time_s, r.total.memory_time_s, r.total.communication_time_s);
+  r.unknown_trip_loops = analysis.unknown_loops();
   return r;
 }
 
@@ -154,6 +155,8 @@ std::string render_text(const RooflineReport& r) {
                      format_si(t.collective_bytes, "B"),
                      t.bytes_accessed > 0 ? (t.flops + t.transcendentals) / t.bytes_accessed : 0.0,
                      format_time(t.bound_time_s), bound_name(t.bound));
+  for (const std::string& loop : r.unknown_trip_loops)
+    out += fmt::format("while {}: trip count unknown, body and condition counted once\n", loop);
   return out;
 }
 
@@ -180,6 +183,7 @@ nlohmann::json to_json(const RooflineReport& r) {
   const RooflineTotal& t = r.total;
   return {{"module", r.module_name},
           {"ops", std::move(ops)},
+          {"unknown_trip_loops", r.unknown_trip_loops},
           {"total",
            {{"flops", t.flops},
             {"transcendentals", t.transcendentals},

@@ -71,6 +71,8 @@ struct RooflineReport {
   std::string module_name;
   std::vector<RooflineRow> ops;
   RooflineTotal total;
+  // `while` loops whose trip count is unknown: costed once (body + condition).
+  std::vector<std::string> unknown_trip_loops;
 };
 
 RooflineReport roofline(const Module& module, const RooflineRates& rates);

@@ -5,7 +5,9 @@
 #include <unordered_map>
 
 #include "isa/hlo/attribute_values.h"
+#include "isa/hlo/custom_calls.h"
 #include "isa/hlo/structure.h"
+#include "isa/hlo/while_loop.h"
 
 namespace tpusim::hlo {
 namespace {
@@ -36,7 +38,16 @@ ElementType wider(ElementType a, ElementType b) {
   return element_type_bits(b) > element_type_bits(a) ? b : a;
 }
 
-using Memo = std::unordered_map<const Computation*, OpCost>;
+}  // namespace
+
+struct CostState {
+  std::unordered_map<const Computation*, OpCost> costs;
+  // `while` loops whose trip count is unknown (costed once), by name.
+  std::vector<std::string> unknown_loops;
+};
+
+namespace {
+using Memo = CostState;
 
 OpCost cost(const Instruction& inst, int depth, Memo& memo);
 
@@ -46,10 +57,10 @@ OpCost cost(const Instruction& inst, int depth, Memo& memo);
 OpCost computation_cost_at(const Computation* c, int depth, Memo& memo) {
   OpCost total;
   if (!c || depth > kMaxCallDepth) return total;
-  auto [it, inserted] = memo.try_emplace(c, OpCost{});
+  auto [it, inserted] = memo.costs.try_emplace(c, OpCost{});
   if (!inserted) return it->second;
   for (const Instruction* i : c->instructions()) total += cost(*i, depth + 1, memo);
-  memo[c] = total;
+  memo.costs[c] = total;
   return total;
 }
 
@@ -60,9 +71,33 @@ void apply(OpCost& out, const Computation* c, double times, int depth, Memo& mem
   out.transcendentals += sub.transcendentals * times;
 }
 
+void scale_add(OpCost& out, const OpCost& x, double times) {
+  out.flops += x.flops * times;
+  out.transcendentals += x.transcendentals * times;
+  out.bytes_read += x.bytes_read * times;
+  out.bytes_written += x.bytes_written * times;
+  out.collective_bytes += x.collective_bytes * times;
+  out.matmul_type = wider(out.matmul_type, x.matmul_type);
+}
+
 void default_bytes(OpCost& c, const Instruction& inst) {
   for (const Instruction* o : inst.operands()) c.bytes_read += bytes(o->shape());
   c.bytes_written = bytes(inst.shape());
+}
+
+// A fusion rooted at dynamic-update-slice whose updated operand is a fusion
+// parameter updates that buffer in place (XLA shares the operand's buffer
+// with the output): only the update is written and the buffer is not read.
+void in_place_update_bytes(OpCost& c, const Instruction& fusion) {
+  const Computation* f = fusion.fused_computation();
+  const Instruction* root = f ? f->root() : nullptr;
+  if (!root || root->opcode() != Opcode::kDynamicUpdateSlice || root->operand_count() < 2) return;
+  const Instruction* buffer = root->operand(0);
+  if (buffer->opcode() != Opcode::kParameter) return;
+  const auto p = static_cast<std::size_t>(buffer->parameter_number());
+  if (p >= fusion.operand_count()) return;
+  c.bytes_read -= bytes(fusion.operand(p)->shape());
+  c.bytes_written = bytes(root->operand(1)->shape());
 }
 
 bool is_collective(Opcode op) {
@@ -188,6 +223,7 @@ OpCost cost(const Instruction& inst, int depth, Memo& memo) {
       c.collective_bytes = inner.collective_bytes;
       c.matmul_type = inner.matmul_type;
       default_bytes(c, inst);
+      in_place_update_bytes(c, inst);
       return c;
     }
     case Opcode::kCall:
@@ -195,6 +231,14 @@ OpCost cost(const Instruction& inst, int depth, Memo& memo) {
     case Opcode::kCustomCall: {
       if (op == Opcode::kCustomCall) {
         default_bytes(c, inst);
+        if (const auto a = attention_call(inst)) {
+          c.flops = a->flops();
+          c.transcendentals = a->transcendentals();
+          c.matmul_type = ops.empty() ? ElementType::kTuple : ops[0]->shape().element_type();
+        } else if (const auto g = gemm_call(inst)) {
+          c.flops = g->flops;
+          c.matmul_type = g->type;
+        }
         return c;
       }
       const Computation* callee =
@@ -203,9 +247,16 @@ OpCost cost(const Instruction& inst, int depth, Memo& memo) {
       return computation_cost_at(callee, depth, memo);
     }
     case Opcode::kWhile: {
-      OpCost w = computation_cost_at(inst.called(AttrId::kBody), depth, memo);
-      w += computation_cost_at(inst.called(AttrId::kCondition), depth, memo);
-      return w;
+      // The body runs N times and the condition N + 1 times; a loop whose
+      // count is unknown is costed once (body + condition) and named.
+      const OpCost body = computation_cost_at(inst.called(AttrId::kBody), depth, memo);
+      const OpCost cond = computation_cost_at(inst.called(AttrId::kCondition), depth, memo);
+      const auto trip = while_trip_count(inst);
+      if (!trip) memo.unknown_loops.emplace_back(inst.name());
+      const double n = trip ? static_cast<double>(trip->count) : 1;
+      scale_add(c, body, n);
+      scale_add(c, cond, trip ? n + 1 : 1);
+      return c;
     }
     case Opcode::kConditional: {
       for (const Computation* b : inst.called_computations()) {
@@ -252,6 +303,8 @@ std::vector<OpCost> CostAnalysis::costs(const Computation& c) {
   for (const Instruction* i : c.instructions()) out.push_back(cost(*i, 0, *memo_));
   return out;
 }
+
+const std::vector<std::string>& CostAnalysis::unknown_loops() const { return memo_->unknown_loops; }
 
 CostAnalysis::CostAnalysis() : memo_(std::make_unique<Memo>()) {}
 CostAnalysis::~CostAnalysis() = default;

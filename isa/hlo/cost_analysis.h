@@ -14,9 +14,15 @@
 //     2 * update + indices (the operand aliases the output).
 //   Fusion: FLOPs and transcendentals of the fused computation; bytes at its
 //     boundary (each operand read once, the output written once).
-//   call / async-start: the called computation's cost; while: body +
-//     condition once (the trip count is unknown); conditional: per-key max
-//     over the branches.
+//   call / async-start: the called computation's cost; while: body x N +
+//     condition x (N + 1) for a trip count N from while_trip_count
+//     (while_loop.h: known_trip_count or the induction pattern), body +
+//     condition once when N is unknown (CostAnalysis::unknown_loops names
+//     those); conditional: per-key max over the branches. A fusion rooted at
+//     dynamic-update-slice of one of its parameters updates that buffer in
+//     place: the buffer is neither read nor rewritten, only the update.
+//   Custom calls: attention kernels (TE, cuDNN fmha) and cuBLAS GEMMs count
+//     the FLOPs of custom_calls.h; every other custom call only its bytes.
 //   Collective bytes: for all-reduce, all-gather, reduce-scatter, all-to-all,
 //     collective-permute, collective-broadcast (and -start forms): the larger
 //     of the operands' total size and the largest result array.
@@ -24,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -49,14 +56,17 @@ OpCost instruction_cost(const Instruction& inst);
 
 // Costs every instruction of a computation, sharing one memo of called
 // computations' costs (use this for whole modules: linear time).
+struct CostState;
 class CostAnalysis {
  public:
   CostAnalysis();
   ~CostAnalysis();
   std::vector<OpCost> costs(const Computation& c);
+  // Names of the `while` loops costed so far whose trip count is unknown.
+  const std::vector<std::string>& unknown_loops() const;
 
  private:
-  std::unique_ptr<std::unordered_map<const Computation*, OpCost>> memo_;
+  std::unique_ptr<CostState> memo_;
 };
 // Sum over the computation's instructions (for called computations).
 OpCost computation_cost(const Computation& c);

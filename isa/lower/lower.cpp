@@ -12,6 +12,7 @@
 
 #include "common/progress.h"
 #include "isa/hlo/attribute_values.h"
+#include "isa/hlo/custom_calls.h"
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/structural_key.h"
 #include "isa/hlo/while_loop.h"
@@ -772,8 +773,41 @@ class Lowerer {
       free_note(x, s, "custom-call " + std::string(target) + ": annotation, no data movement");
       return true;
     }
+    if (lower_gemm_call(x)) return true;
     stream_single(x, true);
     c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+    return true;
+  }
+
+  // __cublas$gemm / __cublas$lt$matmul* of rank-2 operands without batch
+  // dims: the dot of gemm_backend_config's dot_dimension_numbers as an MXU
+  // program (the result is the first array; cuBLASLt's workspace is not
+  // touched). False for other shapes: the caller streams the bytes.
+  bool lower_gemm_call(const Instruction& x) {
+    const auto g = hlo::gemm_call(x);
+    if (!g || x.operand_count() < 2 || !g->lhs_batch.empty() || !g->rhs_batch.empty() ||
+        g->lhs_contracting.size() != 1 || g->rhs_contracting.size() != 1)
+      return false;
+    const hlo::Shape& ls = x.operand(0)->shape();
+    const hlo::Shape& rs = x.operand(1)->shape();
+    if (!ls.is_array() || !rs.is_array() || ls.rank() != 2 || rs.rank() != 2) return false;
+    if (stored_type(ls.element_type()).width != 1 || stored_type(rs.element_type()).width != 1) return false;
+    const bool lt = g->lhs_contracting[0] == 0, rt = g->rhs_contracting[0] == 1;
+    DotSpec spec;
+    spec.name = std::string(x.name());
+    spec.m = ls.dim(lt ? 1 : 0);
+    spec.k = ls.dim(lt ? 0 : 1);
+    spec.n = rs.dim(rt ? 0 : 1);
+    if (rs.dim(rt ? 1 : 0) != spec.k) return false;
+    Value out = c_.hbm_value(x.name(), x.shape());
+    if (out.leaves.empty() || out.leaves[0].rows != spec.m || out.leaves[0].cols != spec.n) return false;
+    vals_[&x] = out;
+    spec.out = out.leaves[0];
+    spec.lhs = c_.view(leaf0(x, 0), ls.dim(0), ls.dim(1));
+    spec.rhs = c_.view(leaf0(x, 1), rs.dim(0), rs.dim(1));
+    spec.lhs_transposed = lt;
+    spec.rhs_transposed = rt;
+    emit_dot(x, spec, nullptr, nullptr, {}, {}, false);
     return true;
   }
 
@@ -794,6 +828,7 @@ class Lowerer {
     if (contraction != nullptr) {
       return lower_dot_like(x, contraction, boundary, f);
     }
+    if (lower_fused_update_in_place(x, *f)) return true;
     section(x, false);
     StreamKernel k;
     k.body = f;
@@ -841,12 +876,36 @@ class Lowerer {
   // timed at index 0 (same shape and bytes wherever they land). False when
   // the update does not fit this form; the caller streams a copy instead.
   bool lower_update_in_place(const Instruction& x) {
-    if (x.operand_count() < 2 || !x.shape().is_array()) return false;
-    const Instruction& base = *x.operand(0);
-    const Instruction& upd = *x.operand(1);
-    if (base.users().size() != 1 || !upd.shape().is_array() || base.shape().rank() != upd.shape().rank()) return false;
+    if (x.operand_count() < 2) return false;
+    return update_in_place(x, 0, 1, x.operand(1)->shape());
+  }
+
+  // A fusion rooted at dynamic-update-slice of its parameter p (XLA's in-place
+  // DUS fusion, e.g. a loop writing one slice of its carried buffer per
+  // iteration) whose update is another parameter q as is or reshaped: the
+  // update of x's operand q lands in x's operand p in place.
+  bool lower_fused_update_in_place(const Instruction& x, const hlo::Computation& f) {
+    const Instruction* root = f.root();
+    if (root == nullptr || root->opcode() != Opcode::kDynamicUpdateSlice || root->operand_count() < 2) return false;
+    const Instruction* base = root->operand(0);
+    const Instruction* upd = root->operand(1);
+    while ((upd->opcode() == Opcode::kReshape || upd->opcode() == Opcode::kBitcast) && upd->operand_count() == 1 &&
+           upd->operand(0)->shape().is_array() && upd->operand(0)->shape().element_type() == upd->shape().element_type())
+      upd = upd->operand(0);
+    if (base->opcode() != Opcode::kParameter || upd->opcode() != Opcode::kParameter) return false;
+    const auto p = static_cast<std::size_t>(base->parameter_number());
+    const auto q = static_cast<std::size_t>(upd->parameter_number());
+    if (p >= x.operand_count() || q >= x.operand_count() || p == q) return false;
+    return update_in_place(x, p, q, root->operand(1)->shape());
+  }
+
+  // x's operand `base_i` updated in place by its operand `upd_i`, viewed with
+  // the update shape `us`.
+  bool update_in_place(const Instruction& x, std::size_t base_i, std::size_t upd_i, const hlo::Shape& us) {
+    if (!x.shape().is_array()) return false;
+    const Instruction& base = *x.operand(base_i);
+    if (base.users().size() != 1 || !us.is_array() || base.shape().rank() != us.rank()) return false;
     const hlo::Shape& ds = base.shape();
-    const hlo::Shape& us = upd.shape();
     const int n = ds.rank();
     if (n == 0) return false;
     // Blocks of contiguous rows in the [rows, last dim] view: the update's
@@ -860,8 +919,8 @@ class Lowerer {
     for (int d = 0; d <= k; ++d) blocks *= std::max<std::int64_t>(1, us.dim(d));
     for (int d = k + 1; d + 1 < n; ++d) rows_per_block *= std::max<std::int64_t>(1, us.dim(d));
     if (blocks > c_.opt.update_in_place_max_blocks) return false;  // many tiny DMAs: stream a copy instead
-    const Array a = leaf0(x, 0);
-    Array u = leaf0(x, 1);
+    const Array a = leaf0(x, base_i);
+    Array u = leaf0(x, upd_i);
     // The update in its own logical view (a bitcast may have given it another).
     const std::int64_t cols = std::max<std::int64_t>(1, us.dim(n - 1)) * stored_type(us.element_type()).width;
     if (u.elements != std::max<std::int64_t>(1, us.element_count()) || u.dtype != a.dtype || cols > a.cols ||
@@ -869,7 +928,7 @@ class Lowerer {
       return false;
     }
     if (u.rows != blocks * rows_per_block || u.cols != cols) u = c_.view(u, blocks * rows_per_block, cols);
-    vals_[&x] = operand(x, 0);  // the result is the operand's buffer
+    vals_[&x] = operand(x, base_i);  // the result is the operand's buffer
     section(x, false);
     if (c_.opt.core == 0) {  // megacore: a small update, on core 0
       const isa::SemRef sem = c_.sem("dus");

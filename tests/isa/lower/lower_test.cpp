@@ -291,6 +291,98 @@ double roofline_bound(const hlo::Module& m, const ChipConfig& c) {
 // 4096^3 bf16 on v5e: 2 x 4096^3 = 1.374e11 FLOP at 196.6 TFLOP/s = 0.699 ms
 // (compute-bound: 96 MiB at 819 GB/s = 0.123 ms). The MXU program must come
 // out at or above that, and within 15%.
+// XLA's in-place dynamic-update-slice fusion inside a loop: each of N
+// iterations writes one f32 into the loop-carried f32[100000] buffer. The
+// fusion updates the buffer in place: per iteration the update (one f32,
+// 4 B) is read from HBM and written into the buffer (4 B): 8 B, so
+// 8·N B over the loop, where a copy would move 2·400000 B per iteration.
+TEST(LowerSim, InPlaceDynamicUpdateSliceFusionInALoopMovesOnlyTheSlice) {
+  const ChipConfig c = chip();
+  constexpr std::int64_t kTrips = 1000;
+  const std::string text = R"(HloModule m
+fused_update {
+  buf = f32[100000] parameter(0)
+  v = f32[] parameter(1)
+  i = s32[] parameter(2)
+  u = f32[1] reshape(v)
+  ROOT d = f32[100000] dynamic-update-slice(buf, u, i)
+}
+body {
+  p = (s32[], f32[100000]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  b = f32[100000] get-tuple-element(p), index=1
+  v = f32[] convert(i)
+  f = f32[100000] fusion(b, v, i), kind=kLoop, calls=fused_update
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  ROOT t = (s32[], f32[100000]) tuple(i1, f)
+}
+cond {
+  p = (s32[], f32[100000]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(1000)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY e {
+  zero = s32[] constant(0)
+  x = f32[100000] parameter(0)
+  t = (s32[], f32[100000]) tuple(zero, x)
+  ROOT w = (s32[], f32[100000]) while(t), condition=cond, body=body
+})";
+  const auto l = lower_text(text, c);
+  expect_verifies(l.program, c);
+  auto r = simulate(c, l.program);
+  ASSERT_TRUE(r.ok()) << format_all(r.errors());
+  ASSERT_TRUE(r->finished);
+  double hbm = 0;
+  for (const auto& row : r->provenance) hbm += row.stats.hbm_bytes;
+  std::printf("in-place DUS loop, %lld trips: %.0f HBM bytes, %.3f us simulated\n", static_cast<long long>(kTrips), hbm,
+              r->seconds * 1e6);
+  // Per iteration, every op of the body and condition moves its operands
+  // and result once through VMEM: convert(i) 4 + 4, the fusion 4 + 4 (the
+  // slice), add(i, 1) 4 + 4 + 4, compare(i, 1000) 4 + 4 + 1 (pred): 37 B.
+  EXPECT_DOUBLE_EQ(hbm, 37.0 * kTrips);
+}
+
+// cuBLAS GEMM custom calls run as MXU programs of their
+// dot_dimension_numbers: bf16 [256, 512] x [512, 128] is 2·256·128·512 =
+// 33554432 FLOPs, the same with the lhs stored transposed ([512, 256],
+// contracting dim 0) and for cuBLASLt's (result, workspace) tuple.
+TEST(LowerSim, CublasGemmCustomCallIsAnMxuDot) {
+  const ChipConfig c = chip();
+  const std::string plain = R"(HloModule m
+ENTRY e {
+  a = bf16[256,512] parameter(0)
+  b = bf16[512,128] parameter(1)
+  ROOT g = bf16[256,128] custom-call(a, b), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}
+})";
+  const std::string transposed_lt = R"(HloModule m
+ENTRY e {
+  a = bf16[512,256] parameter(0)
+  b = bf16[512,128] parameter(1)
+  ROOT g = (bf16[256,128], s8[1048576]) custom-call(a, b), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["0"],"rhs_contracting_dimensions":["0"]}}}
+})";
+  for (const std::string& text : {plain, transposed_lt}) {
+    const auto l = lower_text(text, c);
+    expect_verifies(l.program, c);
+    EXPECT_GT(count(l.program).matmuls, 0);
+    EXPECT_TRUE(l.report.approximations.empty()) << l.report.approximations.front();
+    // One simulation per process: each runs in a child.
+    std::string error;
+    const auto out = run_isolated(
+        [&] {
+          auto r = simulate(c, l.program);
+          if (!r.ok()) return format_all(r.errors());
+          double flops = 0;
+          for (const auto& row : r->provenance) flops += row.stats.flops;
+          return std::to_string(static_cast<long long>(flops));
+        },
+        error);
+    ASSERT_TRUE(out.has_value()) << error;
+    EXPECT_EQ(*out, std::to_string(2LL * 256 * 128 * 512));
+  }
+}
+
 TEST(LowerSim, LargeBf16DotNearRooflineOnV5e) {
   const ChipConfig c = chip("v5e");
   const std::string text = R"(HloModule big
