@@ -149,8 +149,7 @@ class Streamer {
   }
 
   // Bytes per row of the iteration space held in VMEM per chunk: two
-  // slots and a tail of every streamed array (rows padded to whole lanes,
-  // as they are allocated), plus pooled temporaries.
+  // slots and a tail of every streamed array, plus pooled temporaries.
   // (An array of the iteration space's elements counts as seen in rows of
   // cols_, as fold_wide_rows views it.)
   [[nodiscard]] std::int64_t row_bytes(std::int64_t temps) const {
@@ -158,10 +157,7 @@ class Streamer {
     for (const auto* arrays : {&inputs_, &outputs_}) {
       for (const Array& a : *arrays) {
         const bool space = a.elements == space_elems_;
-        // VMEM holds a row padded to whole lanes (Ctx::vmem_footprint): an
-        // [8192,1] array takes 128 lanes a row, not one.
-        const std::int64_t padded = round_up(space ? cols_ : a.cols, c_.lanes());
-        per_row += 3 * isa::dtype_bytes(a.dtype, padded) * (space ? 1 : ceil_div(a.rows, rows_));
+        per_row += 3 * isa::dtype_bytes(a.dtype, space ? cols_ : a.cols) * (space ? 1 : ceil_div(a.rows, rows_));
       }
     }
     per_row += temps * 2 * round_up(cols_, c_.lanes()) * 4;
@@ -241,14 +237,19 @@ class Streamer {
   void plan_arrays() {
     // Arrays held whole share one resident budget (row_bytes() already
     // counts every array as streamed): a kernel of many small outputs (32
-    // lane-padded [8192,1] arrays of 4 MiB) streams those past the budget.
+    // lane-padded [8192,1] arrays of 4 MiB) streams those past the budget,
+    // where two slots and a tail take less than the whole array.
     const std::int64_t resident_budget = c_.vmem_budget() / c_.opt.resident_budget_share;
     std::int64_t resident_bytes = 0;
     const auto plan = [&](const Array& a, bool is_output, std::string_view base) {
       ArrayStream s;
       s.a = a;
       const std::int64_t bytes = c_.vmem_footprint(a.dtype, a.rows, a.cols);
-      s.streamed = chunks_ > 1 && (a.elements >= space_elems_ || resident_bytes + bytes > resident_budget);
+      const std::int64_t qa = std::min(a.rows, round_up(ceil_div(a.rows, chunks_), c_.min_tile_rows()));
+      const std::int64_t streamed_bytes =
+          2 * c_.vmem_footprint(a.dtype, qa, a.cols) + c_.vmem_footprint(a.dtype, a.rows % qa, a.cols);
+      s.streamed = chunks_ > 1 && (a.elements >= space_elems_ || bytes > resident_budget ||
+                                   (resident_bytes + bytes > resident_budget && streamed_bytes < bytes));
       if (!s.streamed) {
         resident_bytes += bytes;
         s.resident = c_.vmem(std::string(base) + ".res", a.dtype, a.rows, a.cols);
