@@ -235,12 +235,23 @@ class Streamer {
   }
 
   void plan_arrays() {
+    // Arrays held whole share one resident budget (row_bytes() already
+    // counts every array as streamed): a kernel of many small outputs (32
+    // lane-padded [8192,1] arrays of 4 MiB) streams those past the budget,
+    // where two slots and a tail take less than the whole array.
+    const std::int64_t resident_budget = c_.vmem_budget() / c_.opt.resident_budget_share;
+    std::int64_t resident_bytes = 0;
     const auto plan = [&](const Array& a, bool is_output, std::string_view base) {
       ArrayStream s;
       s.a = a;
       const std::int64_t bytes = c_.vmem_footprint(a.dtype, a.rows, a.cols);
-      s.streamed = chunks_ > 1 && (a.elements >= space_elems_ || bytes > c_.vmem_budget() / c_.opt.resident_budget_share);
+      const std::int64_t qa = std::min(a.rows, round_up(ceil_div(a.rows, chunks_), c_.min_tile_rows()));
+      const std::int64_t streamed_bytes =
+          2 * c_.vmem_footprint(a.dtype, qa, a.cols) + c_.vmem_footprint(a.dtype, a.rows % qa, a.cols);
+      s.streamed = chunks_ > 1 && (a.elements >= space_elems_ || bytes > resident_budget ||
+                                   (resident_bytes + bytes > resident_budget && streamed_bytes < bytes));
       if (!s.streamed) {
+        resident_bytes += bytes;
         s.resident = c_.vmem(std::string(base) + ".res", a.dtype, a.rows, a.cols);
         return s;
       }
