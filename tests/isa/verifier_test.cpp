@@ -24,7 +24,6 @@ ChipConfig test_chip() {
   c.core.vpu.sublanes = 8;
   c.core.vpu.lanes = 128;
   c.core.vpu.alus_per_lane = 4;
-  c.core.vpu.vregs = 32;
   c.core.vpu.vreg_loads_per_cycle = 1;
   c.core.vpu.vreg_stores_per_cycle = 1;
   c.core.vmem.capacity = 128.0 * 1024 * 1024;

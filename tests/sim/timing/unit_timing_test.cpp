@@ -13,7 +13,6 @@ VpuConfig test_vpu() {
   v.sublanes = 8;
   v.lanes = 128;
   v.alus_per_lane = 2;
-  v.vregs = 32;
   v.vreg_loads_per_cycle = 1;
   v.vreg_stores_per_cycle = 1;
   v.latency = VpuLatency{2, 4, 16, 3, 2};  // alu, mul, div, convert, compare
