@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/units.h"
 

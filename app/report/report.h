@@ -2,7 +2,7 @@
 // and the provenance table of a SimResult (DESIGN.md principle 6).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "common/config.h"

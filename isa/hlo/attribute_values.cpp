@@ -1,5 +1,7 @@
 #include "isa/hlo/attribute_values.h"
 
+#include <nlohmann/json.hpp>
+
 namespace tpusim::hlo {
 namespace {
 

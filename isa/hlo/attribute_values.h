@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "isa/hlo/ir.h"
 #include "isa/hlo/values.h"

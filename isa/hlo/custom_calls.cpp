@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "isa/hlo/attribute_values.h"
 
 namespace tpusim::hlo {

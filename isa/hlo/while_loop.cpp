@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/values.h"

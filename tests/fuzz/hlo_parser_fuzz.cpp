@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/parser.h"

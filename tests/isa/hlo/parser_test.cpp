@@ -1,5 +1,6 @@
 // One test per grammar form of the HLO text (see the corpus GRAMMAR_NOTES.md).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/parser.h"
