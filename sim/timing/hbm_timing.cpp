@@ -1,8 +1,10 @@
 #include "sim/timing/hbm_timing.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <vector>
 
 namespace tpusim {
@@ -21,37 +23,25 @@ void add_run(std::vector<std::int64_t>& per_channel, std::int64_t first, std::in
   for (std::int64_t i = 0; i < rem; ++i) per_channel[static_cast<std::size_t>((c0 + i) % ch)] += 1;
 }
 
-}  // namespace
+// Bursts of a tile and those of its busiest channel. Depends on the tile only
+// through its row count and length and, modulo g·channels (where the channel
+// pattern repeats), its offset and stride.
+struct BurstCounts {
+  std::int64_t bursts = 0;
+  std::int64_t busiest = 0;
+};
 
-double HbmTransferTiming::access_efficiency() const {
-  return moved_bytes == 0 ? 1.0
-                          : static_cast<double>(useful_bytes) / static_cast<double>(moved_bytes);
-}
-
-HbmTransferTiming hbm_transfer(const HbmConfig& hbm, const StridedTile& tile) {
-  HbmTransferTiming r;
-  r.latency_seconds = hbm.latency;
-  r.useful_bytes = tile.useful_bytes();
-  if (r.useful_bytes == 0) {
-    r.latency_seconds = 0;
-    return r;
-  }
-  // Access granularity: HBM moves whole bursts. A pseudo-channel access is
-  // 32 B on HBM2 (64-bit x BL4, JESD235) and HBM3 (32-bit x BL8, JESD238);
-  // controllers often pair them into 64 B. The config says which.
-  const auto g = static_cast<std::int64_t>(std::max(1.0, hbm.access_granularity));
-  const std::int64_t channels = std::max<std::int64_t>(1, hbm.channels);
+BurstCounts count_bursts(std::int64_t g, std::int64_t channels, const StridedTile& tile) {
   std::vector<std::int64_t> per_channel(static_cast<std::size_t>(channels), 0);
-
   const auto row_burst_range = [&](Bytes start, Bytes len) {
     const auto s = static_cast<std::int64_t>(start);
     const auto first = s / g;
     const auto last = (s + static_cast<std::int64_t>(len) - 1) / g;
     return std::pair{first, last - first + 1};
   };
-
+  BurstCounts r;
   if (tile.dense()) {
-    const auto [first, n] = row_burst_range(tile.offset, r.useful_bytes);
+    const auto [first, n] = row_burst_range(tile.offset, tile.useful_bytes());
     add_run(per_channel, first, n);
     r.bursts = n;
   } else {
@@ -82,8 +72,61 @@ HbmTransferTiming hbm_transfer(const HbmConfig& hbm, const StridedTile& tile) {
     for (std::size_t c = 0; c < per_channel.size(); ++c) per_channel[c] = one[c] * reps + tail[c];
     r.bursts = bursts_period * reps + bursts_tail;
   }
+  r.busiest = *std::max_element(per_channel.begin(), per_channel.end());
+  return r;
+}
+
+// count_bursts, remembered: a loop's DMAs repeat the same few patterns every
+// iteration, and a strided pattern costs up to g·channels row steps. The key
+// is everything the counts depend on (offset and stride reduced modulo
+// g·channels), so a hit returns exactly what a computation would.
+BurstCounts count_bursts_cached(std::int64_t g, std::int64_t channels, const StridedTile& tile) {
+  const auto wrap = static_cast<Bytes>(g * channels);
+  const std::array<std::int64_t, 6> key = {g,
+                                           channels,
+                                           tile.rows,
+                                           static_cast<std::int64_t>(tile.row_bytes),
+                                           tile.dense() ? -1 : static_cast<std::int64_t>(tile.stride_bytes % wrap),
+                                           static_cast<std::int64_t>(tile.offset % wrap)};
+  struct KeyHash {
+    std::size_t operator()(const std::array<std::int64_t, 6>& k) const {
+      std::size_t h = 0;
+      for (const auto v : k) h = h * 1000003U ^ std::hash<std::int64_t>{}(v);
+      return h;
+    }
+  };
+  thread_local std::unordered_map<std::array<std::int64_t, 6>, BurstCounts, KeyHash> cache;
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= (1U << 16)) cache.clear();  // bounded memory
+  const BurstCounts r = count_bursts(g, channels, tile);
+  cache.emplace(key, r);
+  return r;
+}
+
+}  // namespace
+
+double HbmTransferTiming::access_efficiency() const {
+  return moved_bytes == 0 ? 1.0
+                          : static_cast<double>(useful_bytes) / static_cast<double>(moved_bytes);
+}
+
+HbmTransferTiming hbm_transfer(const HbmConfig& hbm, const StridedTile& tile) {
+  HbmTransferTiming r;
+  r.latency_seconds = hbm.latency;
+  r.useful_bytes = tile.useful_bytes();
+  if (r.useful_bytes == 0) {
+    r.latency_seconds = 0;
+    return r;
+  }
+  // Access granularity: HBM moves whole bursts. A pseudo-channel access is
+  // 32 B on HBM2 (64-bit x BL4, JESD235) and HBM3 (32-bit x BL8, JESD238);
+  // controllers often pair them into 64 B. The config says which.
+  const auto g = static_cast<std::int64_t>(std::max(1.0, hbm.access_granularity));
+  const std::int64_t channels = std::max<std::int64_t>(1, hbm.channels);
+  const BurstCounts counts = count_bursts_cached(g, channels, tile);
+  r.bursts = counts.bursts;
   r.moved_bytes = static_cast<Bytes>(r.bursts * g);
-  r.busiest_channel_bursts = *std::max_element(per_channel.begin(), per_channel.end());
+  r.busiest_channel_bursts = counts.busiest;
   // A channel's share of the nominal bandwidth, derated by the efficiency a
   // long sequential stream reaches (refresh, bus turnaround, page misses).
   const double channel_bytes_per_second =

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace tpusim {
@@ -74,24 +75,50 @@ TEST(HbmTiming, UnalignedStrideCountsEachRowsBursts) {
   EXPECT_EQ(t.busiest_channel_bursts, 2);
 }
 
+// Every burst of a tile enumerated: (bursts, busiest channel's bursts) for
+// test_hbm()'s 64 B bursts over 8 channels.
+std::pair<std::int64_t, std::int64_t> brute_force_bursts(const StridedTile& tile) {
+  std::vector<std::int64_t> per(8, 0);
+  std::int64_t bursts = 0;
+  for (std::int64_t r = 0; r < tile.rows; ++r) {
+    const auto s = static_cast<std::int64_t>(tile.offset + static_cast<Bytes>(r) * tile.stride_bytes);
+    for (std::int64_t b = s / 64; b <= (s + static_cast<std::int64_t>(tile.row_bytes) - 1) / 64; ++b) {
+      ++per[static_cast<std::size_t>(b % 8)];
+      ++bursts;
+    }
+  }
+  return {bursts, *std::max_element(per.begin(), per.end())};
+}
+
 TEST(HbmTiming, PeriodicShortcutMatchesBruteForce) {
   // The implementation simulates one period of row alignments and scales;
   // enumerate every burst here instead.
   const HbmConfig h = test_hbm();
   for (const StridedTile tile : {StridedTile{1000, 40, 100, 7}, StridedTile{777, 200, 300, 13},
                                  StridedTile{513, 64, 512, 0}, StridedTile{3, 5, 1 << 20, 63}}) {
-    std::vector<std::int64_t> per(8, 0);
-    std::int64_t bursts = 0;
-    for (std::int64_t r = 0; r < tile.rows; ++r) {
-      const auto s = static_cast<std::int64_t>(tile.offset + static_cast<Bytes>(r) * tile.stride_bytes);
-      for (std::int64_t b = s / 64; b <= (s + static_cast<std::int64_t>(tile.row_bytes) - 1) / 64; ++b) {
-        ++per[static_cast<std::size_t>(b % 8)];
-        ++bursts;
-      }
-    }
+    const auto [bursts, busiest] = brute_force_bursts(tile);
     const auto t = hbm_transfer(h, tile);
     EXPECT_EQ(t.bursts, bursts) << tile.rows << "x" << tile.row_bytes;
-    EXPECT_EQ(t.busiest_channel_bursts, *std::max_element(per.begin(), per.end()));
+    EXPECT_EQ(t.busiest_channel_bursts, busiest);
+  }
+}
+
+TEST(HbmTiming, RememberedPatternsGiveTheCountsOfEachTile) {
+  // Burst counts are remembered by pattern (offset and stride modulo
+  // granularity x channels = 512 B). Tiles sharing a residue, a dense tile
+  // and a strided one with the same residue (stride 1024 vs row 512), and
+  // offsets a multiple of 512 apart each get their own brute-force counts.
+  const HbmConfig h = test_hbm();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const StridedTile tile :
+         {StridedTile{4, 512, 512, 0}, StridedTile{4, 512, 1024, 0}, StridedTile{4, 512, 1536, 512},
+          StridedTile{9, 40, 100, 7}, StridedTile{9, 40, 612, 519}, StridedTile{9, 40, 100, 1031},
+          StridedTile{1, 100, 100, 3}, StridedTile{1, 100, 100, 515}, StridedTile{2, 48, 560, 60}}) {
+      const auto [bursts, busiest] = brute_force_bursts(tile);
+      const auto t = hbm_transfer(h, tile);
+      EXPECT_EQ(t.bursts, bursts) << tile.rows << "x" << tile.row_bytes << " stride " << tile.stride_bytes;
+      EXPECT_EQ(t.busiest_channel_bursts, busiest) << tile.rows << "x" << tile.row_bytes;
+    }
   }
 }
 
