@@ -32,9 +32,11 @@ Chip::Chip(sc_core::sc_module_name name, const ChipConfig& cfg, const HbmModelIn
                                                   prefix + "." + core_name, trace, c == 0 ? device : SpmdBinding{},
                                                   sync_.get()));
     cores_.back()->hbm_socket.bind(hbm_->target());
-    // Loop extrapolation names loop instances by pc: only a chip that runs
-    // one stream extrapolates (the caller sets simulation.loops = full otherwise).
-    if (ncores == 1) cores_.back()->set_loop_coordination(loops, {prefix + ".hbm."});
+    // Cores that extrapolate loops skip the same iterations (one coordinator
+    // for every core of the system); core 0 also scales the shared HBM's
+    // counters, which both cores' iterations moved.
+    cores_.back()->set_loop_coordination(loops, c == 0 ? std::vector<std::string>{prefix + ".hbm."}
+                                                       : std::vector<std::string>{});
     // Reused sections add what their instructions moved through the chip's HBM.
     cores_.back()->set_reuse_stat_prefixes({prefix + ".hbm."});
   }

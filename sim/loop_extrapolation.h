@@ -11,8 +11,9 @@
 // (unit busy cycles, FLOPs, HBM bytes, instructions, provenance rows, the
 // fabric's collective counts), so utilizations and per-op sums stay consistent.
 //
-// Cores of one simulation (every chip of a full-mode SPMD run) must skip the
-// same iterations, or their collectives would no longer match: they share a
+// Cores of one simulation (every chip of a full-mode SPMD run, the TensorCores
+// of a megacore chip) must skip the same iterations, or their collectives and
+// core barriers would no longer match: they share a
 // LoopCoordinator; the first core to join leads, the others wait at each
 // sampled boundary until the leader has passed it and follow its decision
 // (skip there, with the leader's iteration time, or run on).
@@ -92,8 +93,9 @@ class LoopCoordinator {
   int join() { return cores_++; }
   [[nodiscard]] int cores() const { return cores_; }
 
-  // A dynamic loop instance: the `repeat`'s pc and how many times this core
-  // entered it before (the same on every core running the same program).
+  // A dynamic loop instance: the `repeat`'s rank among the core's sampled
+  // loops (the same on every core: TensorCore::number_coordinated_loops) and
+  // how many times this core entered it before.
   using Key = std::pair<std::uint32_t, std::uint64_t>;
   // Leader: it passed sampled boundary `iteration` of `key`; skip_s > 0 when
   // it extrapolated the rest there with that iteration time.

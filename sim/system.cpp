@@ -123,16 +123,18 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     fabric = std::make_unique<CollectiveFabric>(mode, *timer, chip.ici.concurrent_collectives > 1);
   }
 
-  // Loop extrapolation names loop instances by pc and relies on every chip
-  // running the same stream: per-chip programs and the TensorCores of a
-  // megacore chip (different programs) run their loops in full.
+  // Loop extrapolation names loops by their rank in the program and relies on
+  // every chip running the same program: per-chip programs run their loops in
+  // full. The TensorCores of a megacore chip extrapolate only the loops that
+  // span sections (TensorCore::number_coordinated_loops).
   ChipConfig core_chip = chip;
-  if ((programs.size() > 1 || ncores > 1) && chip.simulation.loops != LoopMode::kFull) {
+  if (programs.size() > 1 && chip.simulation.loops != LoopMode::kFull) {
     core_chip.simulation.loops = LoopMode::kFull;
-    result.notes.push_back(ncores > 1 ? "loops simulated in full: the TensorCores of a megacore chip run different "
-                                        "programs (extrapolation needs one stream)"
-                                      : "loops simulated in full: the chips run different programs (extrapolation "
-                                        "needs SPMD)");
+    result.notes.push_back("loops simulated in full: the chips run different programs (extrapolation needs SPMD)");
+  }
+  if (ncores > 1 && chip.simulation.loops != LoopMode::kFull) {
+    result.notes.push_back("megacore: only loops around whole sections (HLO while loops) are extrapolated; a "
+                           "kernel's own loops run in full on each TensorCore");
   }
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
@@ -143,7 +145,7 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     chips.push_back(std::make_unique<Chip>(fmt::format("chip{}", d).c_str(), core_chip, *hbm_model, chip_programs,
                                            result.stats, d == 0 ? trace.get() : nullptr,
                                            network ? SpmdBinding{fabric.get(), d} : SpmdBinding{},
-                                           network ? &loop_coordinator : nullptr));
+                                           network || ncores > 1 ? &loop_coordinator : nullptr));
   }
   if (chip.tensorcores > static_cast<std::int64_t>(ncores)) {
     result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));

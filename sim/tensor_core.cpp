@@ -294,6 +294,7 @@ CoTask TensorCore::sequencer() {
     if (!open.empty()) error_ = fmt::format("{}: `repeat` without `end`", where(open.back()));
   }
   if (!error_.empty()) co_return;
+  number_coordinated_loops();
 
   std::vector<Loop>& loops = loops_;
   const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
@@ -311,13 +312,13 @@ CoTask TensorCore::sequencer() {
         loops.emplace_back();
         loops.back().begin = pc + 1;
         loops.back().remaining = r.count;
-        if (loop_policy_.samples(r.count)) {
+        if (loop_policy_.samples(r.count) && loop_ids_[pc] != kNotSampled) {
           Loop& l = loops.back();
           l.sampled = true;
           l.repeat_pc = pc;
           l.total = r.count;
           if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
-          l.key = {pc, loop_entries_[pc]++};
+          l.key = {loop_ids_[pc], loop_entries_[pc]++};
           bool skip = false;  // (never at the entry: no samples yet)
           if (loop_policy_.warmup == 0) co_await loop_boundary(l, skip);  // boundary 0: the loop's entry
         }
@@ -633,6 +634,27 @@ void TensorCore::set_loop_coordination(LoopCoordinator* coordinator, std::vector
   if (coordinator != nullptr && loop_policy_.mode != LoopMode::kFull) sched_->set_run_ahead(false);
   coordinator_index_ = coordinator != nullptr ? coordinator->join() : 0;
   loop_stat_prefixes_ = std::move(stat_prefixes);
+}
+
+void TensorCore::number_coordinated_loops() {
+  // A loop's identity for the coordinator: its rank among the loops that may
+  // be sampled, in program order. The chips of an SPMD run share one program,
+  // so every loop may be sampled. The TensorCores of a megacore chip run
+  // different programs with the same sections: only loops whose body holds a
+  // `core.barrier` (an HLO while around sections) are in every core's program,
+  // in the same order and with the same count; the others (a kernel's chunk
+  // loops, different per core) run in full, as extrapolating one core's loop
+  // alone would change what the other sees of the shared HBM.
+  loop_ids_.assign(program_.code.size(), kNotSampled);
+  std::uint32_t next_id = 0;
+  for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
+    if (isa::opcode(program_.code[pc].op) != isa::Opcode::kRepeat) continue;
+    bool spans_sections = false;
+    for (std::uint32_t i = pc + 1; i < repeat_match_[pc] && !spans_sections; ++i) {
+      spans_sections = isa::opcode(program_.code[i].op) == isa::Opcode::kCoreBarrier;
+    }
+    if (core_sync_ == nullptr || spans_sections) loop_ids_[pc] = next_id++;
+  }
 }
 
 const TensorCore::LoopBody& TensorCore::loop_body(std::uint32_t repeat_pc) {

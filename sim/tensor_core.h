@@ -227,6 +227,11 @@ class TensorCore : public sc_core::sc_module {
   std::vector<Stat*> loop_stats_;                 // counters scaled by extrapolation
   std::map<std::uint32_t, LoopBody> loop_bodies_;  // by repeat pc
   std::vector<std::uint64_t> loop_entries_;       // by repeat pc: instances entered
+  // By repeat pc: the loop's identity shared with the other cores (see
+  // number_coordinated_loops), or kNotSampled.
+  static constexpr std::uint32_t kNotSampled = 0xffffffffU;
+  std::vector<std::uint32_t> loop_ids_;
+  void number_coordinated_loops();
   double offset_s_ = 0;                           // extrapolated time so far
   std::vector<std::pair<double, double>> shifts_;  // (real time of a skip, offset_s_ from then on)
   struct {
