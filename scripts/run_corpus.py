@@ -10,6 +10,7 @@ Exit 1 when a valid file fails or exceeds --max-seconds.
 
 Usage: scripts/run_corpus.py TPUSIM [--corpus DIR] [--chip v5e] [--system-chip v5p]
                               [--out out/corpus] [--max-seconds 60] [--only SUBSTRING]
+                              [--loops extrapolate|full]
 """
 import argparse
 import json
@@ -65,6 +66,9 @@ def main():
     ap.add_argument("--out", default="out/corpus")
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ap.add_argument("--only", default="")
+    ap.add_argument("--loops", default="extrapolate", choices=["full", "extrapolate"],
+                    help="tpusim --loops for every run (extrapolate: steady while loops are cut short, "
+                         "within simulation.loop_tolerance of a full run)")
     a = ap.parse_args()
     if not os.path.isdir(a.corpus):
         print(f"note: no corpus at {a.corpus}; nothing run", file=sys.stderr)
@@ -82,7 +86,8 @@ def main():
             rows.append(row)
             continue
         code, out, err, wall, rss = run_measured(
-            [a.tpusim, "run", path, "--chip", a.chip, "--format", "json", "-q"], a.max_seconds * 4)
+            [a.tpusim, "run", path, "--chip", a.chip, "--loops", a.loops, "--format", "json", "-q"],
+            a.max_seconds * 4)
         row.update({"status": "ok" if code == 0 else "fail", "wall_s": wall, "rss_bytes": rss})
         if code == 0:
             j = json.loads(out)
@@ -94,7 +99,8 @@ def main():
         devices = int(m.group(1)) if m else 1
         row["devices"] = devices
         if devices > 1 and code == 0:
-            cmd = [a.tpusim, "run", path, "--chip", a.system_chip, "--system", "auto", "--format", "json", "-q"]
+            cmd = [a.tpusim, "run", path, "--chip", a.system_chip, "--system", "auto", "--loops", a.loops,
+                   "--format", "json", "-q"]
             if devices > 16:
                 cmd += ["--mode", "symmetric"]
             scode, sout, serr, swall, srss = run_measured(cmd, a.max_seconds * 4)
@@ -113,13 +119,13 @@ def main():
     ran = [r for r in valid if r["status"] == "ok" and r.get("system", {}).get("status", "ok") == "ok"]
     slow = [r for r in valid if max(r.get("wall_s", 0), r.get("system", {}).get("wall_s", 0)) > a.max_seconds]
     summary = {"files": len(rows), "valid": len(valid), "run": len(ran), "slow": len(slow), "total_wall_s": total_s,
-               "chip": a.chip, "system_chip": a.system_chip}
+               "chip": a.chip, "system_chip": a.system_chip, "loops": a.loops}
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out + ".json", "w") as f:
         json.dump({"summary": summary, "rows": rows}, f, indent=1)
     with open(a.out + ".md", "w") as f:
         f.write(f"{len(ran)} of {len(valid)} valid files run ({len(rows)} files) on {a.chip}; modules on several "
-                f"devices also on a {a.system_chip} system (--system auto); {total_s:.0f} s in all.\n\n")
+                f"devices also on a {a.system_chip} system (--system auto); --loops {a.loops}; {total_s:.0f} s in all.\n\n")
         f.write("| file | status | wall s | peak RSS MiB | step time us | system |\n| --- | --- | --- | --- | --- | --- |\n")
         for r in rows:
             rss = r.get("rss_bytes")
