@@ -104,6 +104,7 @@ struct VpuConfig {
   std::int64_t alus_per_lane = 0;
   std::int64_t vreg_loads_per_cycle = 0;
   std::int64_t vreg_stores_per_cycle = 0;
+  bool bf16_alu = true;  // bf16 float arithmetic natively (else in f32, isa::vpu_needs_f32)
   VpuLatency latency;
 };
 

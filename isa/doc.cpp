@@ -120,12 +120,15 @@ std::string isa_reference_markdown() {
           (operands.empty() ? std::string("—") : operands) + " | " + cell(info.semantics) + " |\n";
   }
 
-  md += "\n## VPU elementwise ops (`vpu.<op>`)\n\n| op | inputs | latency class | meaning |\n| --- | --- | --- | --- |\n";
+  md += "\n## VPU elementwise ops (`vpu.<op>`)\n\nOps marked *f32 only* are float arithmetic: on bf16 tiles they need a "
+        "VPU with a bf16 ALU (`core.vpu.bf16_alu`, v6e and later); elsewhere the compiler converts to f32 around them "
+        "(the verifier's `vpu-dtype`). The EUP's transcendentals likewise.\n\n"
+        "| op | inputs | latency class | bf16 without a bf16 ALU | meaning |\n| --- | --- | --- | --- | --- |\n";
   for (const auto n : all_names(VpuOp{})) {
     const VpuOp op = *parse_enum<VpuOp>(n);
     md += "| `" + std::string(n) + "` | " + std::to_string(vpu_op_inputs(op)) + " | " +
           std::string(name(latency_class(op))) + " (`core.vpu.latency." + std::string(name(latency_class(op))) +
-          "`) | " + std::string(vpu_op_doc(op)) + " |\n";
+          "`) | " + (vpu_op_is_arith(op) ? "f32 only" : "native") + " | " + std::string(vpu_op_doc(op)) + " |\n";
   }
   md += "\n## Reductions (`vpu.reduce.<op>`, `xlu.reduce.<op>`)\n\n" + names_of(ReduceOp{}) + "\n";
   md += "\n## Transcendentals (`eup.<op>`)\n\n| op | meaning |\n| --- | --- |\n";

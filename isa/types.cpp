@@ -78,7 +78,7 @@ std::int64_t dtype_bytes(DType d, std::int64_t elements) {
 
 LatencyClass latency_class(VpuOp op) {
   switch (op) {
-#define TPUSIM_X(e, text, cls, inputs, doc) \
+#define TPUSIM_X(e, text, cls, inputs, arith, doc) \
   case VpuOp::e: return LatencyClass::cls;
     TPUSIM_ISA_VPU_OPS(TPUSIM_X)
 #undef TPUSIM_X
@@ -88,7 +88,7 @@ LatencyClass latency_class(VpuOp op) {
 
 int vpu_op_inputs(VpuOp op) {
   switch (op) {
-#define TPUSIM_X(e, text, cls, inputs, doc) \
+#define TPUSIM_X(e, text, cls, inputs, arith, doc) \
   case VpuOp::e: return inputs;
     TPUSIM_ISA_VPU_OPS(TPUSIM_X)
 #undef TPUSIM_X
@@ -96,9 +96,25 @@ int vpu_op_inputs(VpuOp op) {
   return 0;
 }
 
+bool vpu_op_is_arith(VpuOp op) {
+  switch (op) {
+#define TPUSIM_X(e, text, cls, inputs, arith, doc) \
+  case VpuOp::e: return arith;
+    TPUSIM_ISA_VPU_OPS(TPUSIM_X)
+#undef TPUSIM_X
+  }
+  return false;
+}
+
+bool vpu_needs_f32(const VpuConfig& vpu, VpuOp op, DType d) {
+  return d == DType::kBf16 && !vpu.bf16_alu && vpu_op_is_arith(op);
+}
+
+bool eup_needs_f32(const VpuConfig& vpu, DType d) { return d == DType::kBf16 && !vpu.bf16_alu; }
+
 std::string_view vpu_op_doc(VpuOp op) {
   switch (op) {
-#define TPUSIM_X(e, text, cls, inputs, doc) \
+#define TPUSIM_X(e, text, cls, inputs, arith, doc) \
   case VpuOp::e: return doc;
     TPUSIM_ISA_VPU_OPS(TPUSIM_X)
 #undef TPUSIM_X

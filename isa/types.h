@@ -41,29 +41,32 @@ namespace tpusim::isa {
   X(kConvert, "convert", convert)     \
   X(kCompare, "compare", compare)
 
-// VPU elementwise operations. X(enumerator, text, latency class, inputs, doc)
-#define TPUSIM_ISA_VPU_OPS(X)                                                         \
-  X(kAdd, "add", kAlu, 2, "a + b")                                                    \
-  X(kSub, "sub", kAlu, 2, "a - b")                                                    \
-  X(kMul, "mul", kMul, 2, "a * b")                                                    \
-  X(kFma, "fma", kMul, 3, "a * b + c (one rounding)")                                 \
-  X(kDiv, "div", kDiv, 2, "a / b (iterative)")                                        \
-  X(kMax, "max", kAlu, 2, "max(a, b)")                                                \
-  X(kMin, "min", kAlu, 2, "min(a, b)")                                                \
-  X(kAbs, "abs", kAlu, 1, "|a|")                                                      \
-  X(kNeg, "neg", kAlu, 1, "-a")                                                       \
-  X(kAnd, "and", kAlu, 2, "bitwise a & b")                                            \
-  X(kOr, "or", kAlu, 2, "bitwise a | b")                                              \
-  X(kXor, "xor", kAlu, 2, "bitwise a ^ b")                                            \
-  X(kCopy, "copy", kAlu, 1, "a")                                                      \
-  X(kCmpEq, "cmp_eq", kCompare, 2, "a == b (pred)")                                   \
-  X(kCmpNe, "cmp_ne", kCompare, 2, "a != b (pred)")                                   \
-  X(kCmpLt, "cmp_lt", kCompare, 2, "a < b (pred)")                                    \
-  X(kCmpLe, "cmp_le", kCompare, 2, "a <= b (pred)")                                   \
-  X(kCmpGt, "cmp_gt", kCompare, 2, "a > b (pred)")                                    \
-  X(kCmpGe, "cmp_ge", kCompare, 2, "a >= b (pred)")                                   \
-  X(kSelect, "select", kCompare, 3, "a ? b : c (a is pred)")                          \
-  X(kConvert, "convert", kConvert, 1, "a converted to the destination dtype (RNE)")
+// VPU elementwise operations. X(enumerator, text, latency class, inputs,
+// arith, doc). `arith`: float arithmetic, which a VPU without a bf16 ALU
+// (core.vpu.bf16_alu: false) computes in f32 only; moves, bitwise ops,
+// sign ops, compares, select and convert work on bf16 tiles everywhere.
+#define TPUSIM_ISA_VPU_OPS(X)                                                              \
+  X(kAdd, "add", kAlu, 2, true, "a + b")                                                   \
+  X(kSub, "sub", kAlu, 2, true, "a - b")                                                   \
+  X(kMul, "mul", kMul, 2, true, "a * b")                                                   \
+  X(kFma, "fma", kMul, 3, true, "a * b + c (one rounding)")                                \
+  X(kDiv, "div", kDiv, 2, true, "a / b (iterative)")                                       \
+  X(kMax, "max", kAlu, 2, true, "max(a, b)")                                               \
+  X(kMin, "min", kAlu, 2, true, "min(a, b)")                                               \
+  X(kAbs, "abs", kAlu, 1, false, "|a|")                                                    \
+  X(kNeg, "neg", kAlu, 1, false, "-a")                                                     \
+  X(kAnd, "and", kAlu, 2, false, "bitwise a & b")                                          \
+  X(kOr, "or", kAlu, 2, false, "bitwise a | b")                                            \
+  X(kXor, "xor", kAlu, 2, false, "bitwise a ^ b")                                          \
+  X(kCopy, "copy", kAlu, 1, false, "a")                                                    \
+  X(kCmpEq, "cmp_eq", kCompare, 2, false, "a == b (pred)")                                 \
+  X(kCmpNe, "cmp_ne", kCompare, 2, false, "a != b (pred)")                                 \
+  X(kCmpLt, "cmp_lt", kCompare, 2, false, "a < b (pred)")                                  \
+  X(kCmpLe, "cmp_le", kCompare, 2, false, "a <= b (pred)")                                 \
+  X(kCmpGt, "cmp_gt", kCompare, 2, false, "a > b (pred)")                                  \
+  X(kCmpGe, "cmp_ge", kCompare, 2, false, "a >= b (pred)")                                 \
+  X(kSelect, "select", kCompare, 3, false, "a ? b : c (a is pred)")                        \
+  X(kConvert, "convert", kConvert, 1, false, "a converted to the destination dtype (RNE)")
 
 // Reductions (VPU across sublanes/vregs, XLU across lanes). X(enumerator, text)
 #define TPUSIM_ISA_REDUCE_OPS(X) \
@@ -131,6 +134,13 @@ std::int64_t dtype_bytes(DType d, std::int64_t elements);
 
 LatencyClass latency_class(VpuOp op);
 int vpu_op_inputs(VpuOp op);
+// Float arithmetic (the table's `arith` column).
+bool vpu_op_is_arith(VpuOp op);
+// A VPU op of dtype `d` the vector unit cannot compute: float arithmetic
+// on bf16 where core.vpu.bf16_alu is false (the compiler converts to f32).
+bool vpu_needs_f32(const VpuConfig& vpu, VpuOp op, DType d);
+// The EUP likewise: transcendentals of bf16 where the VPU has no bf16 ALU.
+bool eup_needs_f32(const VpuConfig& vpu, DType d);
 std::string_view vpu_op_doc(VpuOp op);
 std::string_view eup_op_doc(EupOp op);
 std::string_view collective_doc(CollectiveKind k);

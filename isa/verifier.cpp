@@ -259,6 +259,16 @@ class Verifier {
               " MXU (core.mxu.rate for it is 0)");
   }
 
+  // bf16 arithmetic where the vector unit has none: the compiler must
+  // convert to f32 around the op (docs/lowering.md, Element types).
+  void check_vpu_dtype(std::size_t i, const std::string& op, bool needs_f32) {
+    if (!needs_f32) return;
+    error(VerifyError::kVpuDtype, i,
+          op + " on bf16 needs a bf16 ALU, which the " +
+              (chip_.name.empty() ? std::string("configured") : chip_.name) +
+              " VPU lacks (core.vpu.bf16_alu: false): convert to f32 around it");
+  }
+
   void check_static(std::size_t i) {
     const Instruction& inst = p_.code[i];
     std::visit([&](const auto& s) { check_op(i, s); }, inst.op);
@@ -360,6 +370,7 @@ class Verifier {
       }
     };
     if (s.op == VpuOp::kConvert) return;
+    check_vpu_dtype(i, "vpu." + std::string(name(s.op)), vpu_needs_f32(chip_.core.vpu, s.op, dd));
     if (s.op == VpuOp::kSelect) {
       want(s.a, DType::kPred, "a");
       want(s.b, dd, "b");
@@ -394,7 +405,9 @@ class Verifier {
     if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, s.src.rows, 1, "dst", "reduction across lanes");
   }
   void check_op(std::size_t i, const EupUnary& s) {
-    if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, s.src.rows, s.src.cols, "dst", "elementwise");
+    if (!unary_tiles(i, s.dst, s.src)) return;
+    expect_shape(i, s.dst, s.src.rows, s.src.cols, "dst", "elementwise");
+    check_vpu_dtype(i, "eup." + std::string(name(s.op)), eup_needs_f32(chip_.core.vpu, buf(s.src).dtype));
   }
   void check_op(std::size_t i, const Repeat& s) {
     if (s.count < 1) error(VerifyError::kOperand, i, "repeat count must be >= 1");

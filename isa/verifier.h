@@ -39,6 +39,7 @@ namespace tpusim::isa {
   X(kDeadlock, "deadlock", "a semaphore wait that can never be satisfied")                   \
   X(kMxuNoWeights, "mxu-no-weights", "matmul without loaded weights, or pop without results") \
   X(kMxuDtype, "mxu-dtype", "an MXU input dtype the configured MXU does not support")        \
+  X(kVpuDtype, "vpu-dtype", "bf16 arithmetic on a VPU without a bf16 ALU (core.vpu.bf16_alu)") \
   X(kOperand, "operand", "operand shape, memory space, arity or dtype breaks the ISA rules")
 
 enum class VerifyError : std::uint8_t {

@@ -135,7 +135,8 @@ class DotLowering {
                                           (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
               const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, raw.rhs_rows, raw.rhs_cols) +
                                           (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
-              const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn);
+              const std::int64_t vm =
+                  3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn) + epilogue_footprint(tm, tn);
               if (vm > budget) continue;
               const DotCost cost = dot_cost(in, d_, t);
               if (cost.time_s < best.time_s * (1 - 1e-9)) best = Tiling{t, cost.time_s, cost.hbm_bytes};
@@ -576,24 +577,17 @@ class DotLowering {
   void finish_block(Emit& e, const StepIdx& s, std::size_t t, const std::vector<Item>& items, std::int64_t me,
                     std::int64_t ne) {
     e.rot = (e.rot + static_cast<std::int64_t>(items.size())) % nmxu_;
+    // The epilogue's dtype: the output's, or f32 where the VPU has no bf16
+    // ALU (the pops then write an f32 tile, converted once at the end).
+    const isa::DType ed = epilogue_dtype();
+    const std::uint32_t acc = ed == d_.out.dtype ? e.out_buf : scratch("acc.f32", ed, me, ne);
     for (const Item& it : items) {
-      c_.emit(isa::MxuPop{it.mxu, c_.tile(e.out_buf, it.r0, it.rows, it.c0, it.cols), it.acc});
+      c_.emit(isa::MxuPop{it.mxu, c_.tile(acc, it.r0, it.rows, it.c0, it.cols), it.acc});
     }
     c_.wait(e.epi_sem[e.out_slot], e.epi_pending[static_cast<std::size_t>(e.out_slot)]);
     e.epi_pending[static_cast<std::size_t>(e.out_slot)] = 0;
-    for (int k = 0; k < d_.epilogue_vpu_ops; ++k) {
-      isa::VpuElementwise op;
-      op.op = isa::VpuOp::kAdd;
-      op.dst = c_.whole(e.out_buf);
-      op.a = c_.whole(e.out_buf);
-      // The first ops consume the streamed output-shaped inputs.
-      if (static_cast<std::size_t>(k) < e.epi_tiles.size()) {
-        op.b = e.epi_tiles[static_cast<std::size_t>(k)];
-      } else {
-        op.imm = 0;
-      }
-      c_.emit(op);
-    }
+    emit_epilogue(e, acc, ed);
+    if (acc != e.out_buf) emit_convert(c_.whole(e.out_buf), c_.whole(acc));
     // The block's write-back is cut into row pieces issued over the next
     // block's k steps, so one large write does not hold the HBM queue
     // ahead of the next operand loads (a kernel's pipelined write-back).
@@ -608,6 +602,44 @@ class DotLowering {
     }
     e.write_per_step = ceil_div(static_cast<std::int64_t>(e.writes.size()), e.nk);
     if (e.nk == 1 || t + 1 == e.steps.size()) flush_writes(e, e.writes.size());
+  }
+
+  // VMEM of the epilogue per output block: two slots of each streamed
+  // output-shaped input, its copy converted to the epilogue dtype, and the
+  // f32 tile the pops write where the epilogue is widened.
+  std::int64_t epilogue_footprint(std::int64_t tm, std::int64_t tn) const {
+    const isa::DType ed = epilogue_dtype();
+    std::int64_t bytes = ed != d_.out.dtype ? c_.vmem_footprint(ed, tm, tn) : 0;
+    for (const Array& a : d_.epilogue_inputs) {
+      if (a.rows != d_.out.rows || a.cols != d_.out.cols) continue;
+      if (c_.vmem_footprint(a.dtype, a.rows, a.cols) <= c_.vmem_budget() / c_.opt.resident_budget_share) continue;
+      bytes += 2 * c_.vmem_footprint(a.dtype, tm, tn) + (a.dtype != ed ? c_.vmem_footprint(ed, tm, tn) : 0);
+    }
+    return bytes;
+  }
+  isa::DType epilogue_dtype() const {
+    const bool widen = d_.epilogue_vpu_ops > 0 && isa::vpu_needs_f32(c_.chip.core.vpu, isa::VpuOp::kAdd, d_.out.dtype);
+    return widen ? isa::DType::kF32 : d_.out.dtype;
+  }
+  void emit_convert(const isa::TileRef& dst, const isa::TileRef& src) {
+    c_.emit(isa::VpuElementwise{isa::VpuOp::kConvert, dst, src, {}, {}, 0});
+  }
+  // The fused elementwise ops on the popped tile `acc` (dtype ed); the
+  // first ones consume the streamed output-shaped inputs, converted to ed
+  // first when stored in another dtype (a bf16 residual of an f32 output).
+  void emit_epilogue(const Emit& e, std::uint32_t acc, isa::DType ed) {
+    for (int k = 0; k < d_.epilogue_vpu_ops; ++k) {
+      isa::VpuElementwise op{isa::VpuOp::kAdd, c_.whole(acc), c_.whole(acc), {}, {}, 0};
+      if (static_cast<std::size_t>(k) < e.epi_tiles.size()) {
+        op.b = e.epi_tiles[static_cast<std::size_t>(k)];
+        if (c_.prog.buffers[op.b.buffer].dtype != ed) {
+          const isa::TileRef cvt = c_.whole(scratch("epi.cvt" + std::to_string(k), ed, op.b.rows, op.b.cols));
+          emit_convert(cvt, op.b);
+          op.b = cvt;
+        }
+      }
+      c_.emit(op);
+    }
   }
 
   // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the

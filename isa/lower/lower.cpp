@@ -17,6 +17,7 @@
 #include "isa/hlo/structural_key.h"
 #include "isa/hlo/while_loop.h"
 #include "isa/lower/context.h"
+#include "isa/lower/dot_cost.h"
 #include "isa/lower/dot_layout.h"
 #include "isa/lower/fusion.h"
 
@@ -502,7 +503,16 @@ class Lowerer {
     }
     section(x, approx);
     lower_dot(c_, spec);
-    if (!approx) c_.note(x, NoteKind::kLowered, "MXU program");
+    if (!approx) c_.note(x, NoteKind::kLowered, "MXU program" + mxu_rate_note(spec));
+  }
+  // An operand dtype the MXU has no mode for runs at the bf16 rate, its
+  // tiles converted on the VPU (dot.cpp prepare()); the note says so.
+  std::string mxu_rate_note(const DotSpec& spec) const {
+    for (const isa::DType d : {spec.lhs.dtype, spec.rhs.dtype}) {
+      if (mxu_stream_dtype(c_.chip.core.mxu, d) == d) continue;
+      return fmt::format("; {} dot run at bf16 rate: chip has no {} MXU mode", isa::name(d), isa::name(d));
+    }
+    return "";
   }
 
   // ---- per-opcode handlers (XLA's Handle<Op> style) ----

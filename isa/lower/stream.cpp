@@ -120,7 +120,7 @@ class Streamer {
       consider(k_.single->shape());
       ops = 1;
     }
-    const std::int64_t temps = std::min(ops, c_.opt.stream_max_live_temps) + 2;
+    const std::int64_t temps = std::min(ops, c_.opt.stream_max_live_temps) + 2 + widened_temps();
     std::int64_t per_row = row_bytes(temps);
     const std::int64_t align = c_.min_tile_rows();
     // Rows too wide for even the smallest chunk (a vocabulary-wide logits
@@ -146,6 +146,15 @@ class Streamer {
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);
+  }
+
+  // f32 copies of bf16 operands live at once where the VPU has no bf16 ALU
+  // (vpu_in_f32: up to the three inputs of one op).
+  [[nodiscard]] std::int64_t widened_temps() const {
+    if (c_.chip.core.vpu.bf16_alu) return 0;
+    std::int64_t bf16 = 0;
+    for (const Array& a : inputs_) bf16 += a.dtype == isa::DType::kBf16 ? 1 : 0;
+    return std::min<std::int64_t>(3, bf16);
   }
 
   // Bytes per row of the iteration space held in VMEM per chunk: two
@@ -346,8 +355,63 @@ class Streamer {
     return v;
   }
 
+  // ---- element types as the chip has them (docs/lowering.md) ----
+  // Where the VPU has no bf16 ALU (core.vpu.bf16_alu: false), bf16 float
+  // arithmetic runs in f32, as XLA's TPU backend and Mosaic do: bf16
+  // operands are converted up, the op computes in f32, and the value stays
+  // f32 for its users (excess precision) until it is stored as bf16. An op
+  // whose operands were already widened computes in f32 too.
+  bool computes_in_f32(isa::VpuOp op, isa::DType d, std::initializer_list<const Val*> ins) const {
+    if (op == isa::VpuOp::kConvert || c_.chip.core.vpu.bf16_alu) return false;
+    bool f32_in = false, bf16_in = false;
+    for (const Val* v : ins) {
+      if (v == nullptr) continue;
+      f32_in = f32_in || v->dtype == isa::DType::kF32;
+      bf16_in = bf16_in || v->dtype == isa::DType::kBf16;
+    }
+    if (d == isa::DType::kBf16) return isa::vpu_op_is_arith(op) || f32_in;
+    return f32_in && bf16_in;  // a compare of a widened and a bf16 value
+  }
+  // v as f32: a VPU convert into a temporary (released by the caller).
+  Val to_f32(const Val& v, std::int64_t len) {
+    if (v.dtype != isa::DType::kBf16) return v;
+    const Val out = standin(v.form, isa::DType::kF32, len, true);
+    c_.emit(isa::VpuElementwise{isa::VpuOp::kConvert, out.tile, v.tile, {}, {}, 0});
+    return out;
+  }
+  // Writes f32 value v into dst (a bf16 staging tile) when given.
+  Val store_as(const Val& v, isa::DType d, std::int64_t len, const isa::TileRef* dst) {
+    if (dst == nullptr || c_.prog.buffers[dst->buffer].dtype == v.dtype) return v;
+    const Val out = result(v.form, d, len, dst);
+    c_.emit(isa::VpuElementwise{isa::VpuOp::kConvert, out.tile, v.tile, {}, {}, 0});
+    release(v);
+    return out;
+  }
+  Val vpu_in_f32(isa::VpuOp op, Form f, isa::DType d, std::int64_t len, std::array<const Val*, 3> in,
+                 const isa::TileRef* dst_override, double imm) {
+    std::array<Val, 3> up;
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      const bool pred_in = op == isa::VpuOp::kSelect && k == 0;
+      if (in[k] == nullptr || pred_in || in[k]->dtype != isa::DType::kBf16) continue;
+      up[k] = to_f32(*in[k], len);
+      in[k] = &up[k];
+    }
+    const isa::DType rd = d == isa::DType::kPred ? d : isa::DType::kF32;
+    const bool direct = dst_override != nullptr && c_.prog.buffers[dst_override->buffer].dtype == rd;
+    Val out = vpu_native(op, f, rd, len, in[0], in[1], in[2], direct ? dst_override : nullptr, imm);
+    for (Val& u : up) {
+      if (u.pooled) release(u);
+    }
+    return direct ? out : store_as(out, d, len, dst_override);
+  }
+
   Val vpu(isa::VpuOp op, Form f, isa::DType d, std::int64_t len, const Val* a, const Val* b, const Val* cc,
           const isa::TileRef* dst_override, double imm = 0) {
+    if (computes_in_f32(op, d, {a, b, cc})) return vpu_in_f32(op, f, d, len, {a, b, cc}, dst_override, imm);
+    return vpu_native(op, f, d, len, a, b, cc, dst_override, imm);
+  }
+  Val vpu_native(isa::VpuOp op, Form f, isa::DType d, std::int64_t len, const Val* a, const Val* b,
+                 const Val* cc, const isa::TileRef* dst_override, double imm) {
     const Val out = result(f, d, len, dst_override);
     isa::VpuElementwise e;
     e.op = op;
@@ -477,10 +541,19 @@ class Streamer {
   }
   Val eup(const OpArgs& a, isa::EupOp e, const Val& src, const isa::TileRef* over) {
     Val in = widen(a, src, a.f);
-    const Val out = result(a.f, a.d, a.len, over);
+    if (isa::eup_needs_f32(c_.chip.core.vpu, in.dtype)) {
+      Val up = to_f32(in, a.len);
+      if (in.tile.buffer != src.tile.buffer) release(in);
+      in = up;
+    }
+    const isa::DType rd = in.dtype == isa::DType::kF32 && a.d == isa::DType::kBf16 && !c_.chip.core.vpu.bf16_alu
+                              ? isa::DType::kF32
+                              : a.d;
+    const bool direct = over != nullptr && c_.prog.buffers[over->buffer].dtype == rd;
+    Val out = result(a.f, rd, a.len, direct ? over : nullptr);
     c_.emit(isa::EupUnary{e, out.tile, in.tile});
     if (in.tile.buffer != src.tile.buffer) release(in);
-    return out;
+    return direct ? out : store_as(out, a.d, a.len, over);
   }
   // A value with no unit work: the instruction's result as a stand-in.
   std::vector<Val> standin_of(const OpArgs& a) { return {standin(form_of_shape(a.x.shape()), a.d, a.len)}; }

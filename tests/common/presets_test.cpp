@@ -66,6 +66,17 @@ TEST(Presets, V5eCriticalIntensityIsTheScalingBooks240) {
   EXPECT_NEAR(derive(r->chip).critical_intensity_flops_per_byte, 240, 240 * 0.01);
 }
 
+TEST(Presets, Bf16VectorAluFromTheSixthGenerationOn) {
+  // [MOSAIC] canonicalize_mosaic.cc, bf16_ops_min_supported_versions: bf16
+  // add/sub/mul/max/min need TPU generation 6 (v6e, Trillium) or later.
+  for (const auto& [name, has] : {std::pair{"v4", false}, std::pair{"v5e", false}, std::pair{"v5p", false},
+                                  std::pair{"v6e", true}, std::pair{"v7", true}}) {
+    auto r = load_config(name);
+    ASSERT_TRUE(r.ok()) << format_all(r.errors());
+    EXPECT_EQ(r->chip.core.vpu.bf16_alu, has) << name;
+  }
+}
+
 TEST(Presets, EveryValueIsSetByThePresetNotByADefaultForHardwareKeys) {
   // Hardware figures must come from the preset file (with a source comment),
   // never silently from a default.

@@ -274,6 +274,29 @@ TEST(Verifier, ReportsDtypeTheMxuDoesNotSupport) {
   EXPECT_NE(r.issues[0].diagnostic.message.find("test-chip"), std::string::npos);
 }
 
+// bf16 float arithmetic needs a bf16 ALU (core.vpu.bf16_alu: v6e and
+// later); moves, compares, select and converts of bf16 do not. Mosaic's
+// canonicalize_mosaic.cc: bf16 add/sub/mul/max/min and exp/tanh/log from
+// generation 6 on.
+TEST(Verifier, ReportsBf16ArithmeticOnAVpuWithoutABf16Alu) {
+  const std::string text =
+      ".buffer x vmem bf16 [16, 128]\n.buffer y vmem bf16 [16, 128] offset=4096\n"
+      ".buffer p vmem pred [16, 128] offset=8192\n.buffer f vmem f32 [16, 128] offset=16384\n"
+      "vpu.add dst=y a=x b=x\nvpu.max dst=y a=x b=x\neup.exp dst=y src=x\n"
+      "vpu.copy dst=y a=x\nvpu.cmp_lt dst=p a=x b=x\nvpu.select dst=y a=p b=x c=x\n"
+      "vpu.convert dst=f a=x\nvpu.add dst=f a=f b=f\neup.exp dst=f src=f\n";
+  auto prog = assemble(text, "t.tasm");
+  ASSERT_TRUE(prog.ok()) << format_all(prog.errors());
+  ChipConfig c = test_chip();
+  c.core.vpu.bf16_alu = false;
+  const auto without = verify(*prog, c, text);
+  EXPECT_EQ(without.count(VerifyError::kVpuDtype), 3u) << dump(without);  // add, max, exp of bf16
+  EXPECT_EQ(without.issues.size(), 3u) << dump(without);
+  EXPECT_NE(without.issues[0].diagnostic.message.find("core.vpu.bf16_alu"), std::string::npos);
+  c.core.vpu.bf16_alu = true;
+  EXPECT_TRUE(verify(*prog, c, text).ok()) << dump(verify(*prog, c, text));
+}
+
 TEST(Verifier, ReportsOperandRuleViolations) {
   const auto r = check(std::string(kHeader) +
                        "mxu.load_weights src=xv\n"              // 256 x 128 > 128 x 128
