@@ -177,18 +177,27 @@ class Streamer {
   // through HBM are not charged).
   template <typename Fits>
   std::int64_t whole_segments(std::int64_t q, const Fits& fits) {
-    if (k_.single == nullptr || k_.single->opcode() != Opcode::kSort) return q;
-    const auto [d, n] = sort_dimension(*k_.single);
-    const hlo::Shape& s = k_.single->operand(0)->shape();
+    const hlo::Instruction* sort = kernel_sort();
+    if (sort == nullptr || sort->operand_count() == 0) return q;
+    const auto [d, n] = sort_dimension(*sort);
+    const hlo::Shape& s = sort->operand(0)->shape();
     std::int64_t segment = 1;
     for (int i = d; i + 1 < s.rank(); ++i) segment *= std::max<std::int64_t>(1, s.dim(i));
     if (segment <= 1 || q % segment == 0) return q;
     const std::int64_t unit = std::lcm(segment, c_.min_tile_rows());
     const std::int64_t whole = std::max(unit, q / unit * unit);
     if (whole >= rows_ || fits(whole)) return whole;
-    note_once(*k_.single, fmt::format("a sort segment of {} elements does not fit VMEM: each chunk sorted alone "
-                                      "(merges across chunks not charged)", segment * cols_));
+    note_once(*sort, fmt::format("a sort segment of {} elements does not fit VMEM: each chunk sorted alone "
+                                 "(merges across chunks not charged)", segment * cols_));
     return q;
+  }
+  // The kernel's sort (the op itself, or one fused in), if any.
+  [[nodiscard]] const hlo::Instruction* kernel_sort() const {
+    if (k_.single != nullptr) return k_.single->opcode() == Opcode::kSort ? k_.single : nullptr;
+    for (const hlo::Instruction* x : kernel_instructions()) {
+      if (x->opcode() == Opcode::kSort) return x;
+    }
+    return nullptr;
   }
 
   // Bytes per row of the iteration space held in VMEM per chunk: two
