@@ -332,7 +332,7 @@ class Lowerer {
   // each 7-wide row to 128 lanes (18x the vector work).
   Array lane_dense(const Array& a) {
     const std::int64_t lanes = c_.lanes();
-    if (a.elements % lanes != 0 || a.cols * stored_type(a.shape.element_type()).width != a.cols) return a;
+    if (a.elements % lanes != 0 || stored_type(a.shape.element_type()).width != 1) return a;
     Array v = c_.view(a, a.elements / lanes, lanes);
     v.shape = hlo::Shape(a.shape.element_type(), {v.rows, v.cols});
     return v;
