@@ -178,7 +178,10 @@ OpCost cost(const Instruction& inst, int depth, Memo& memo) {
         in_features = static_cast<double>(kernel.dim(static_cast<int>(labels->kernel_input_feature)));
       }
       c.flops = 2 * elems(out) * window * in_features;
-      c.matmul_type = wider(ops[0]->shape().element_type(), kernel.element_type());
+      // A depthwise convolution (one input feature per group) contracts
+      // nothing over features: its FLOPs are vector work (docs/lowering.md).
+      const bool depthwise = in_features == 1 && int_attr(inst, AttrId::kFeatureGroupCount).value_or(1) > 1;
+      if (!depthwise) c.matmul_type = wider(ops[0]->shape().element_type(), kernel.element_type());
       return c;
     }
     case Opcode::kReduce: {

@@ -18,6 +18,7 @@
 #include "isa/hlo/while_loop.h"
 #include "isa/lower/context.h"
 #include "isa/lower/dot_cost.h"
+#include "isa/lower/conv.h"
 #include "isa/lower/dot_layout.h"
 #include "isa/lower/fusion.h"
 
@@ -318,7 +319,24 @@ class Lowerer {
     Value out = c_.hbm_value(x.name(), x.shape());
     k.outputs = out.leaves;
     vals_[&x] = out;
+    if (is_depthwise(x) && !k.inputs.empty() && !k.outputs.empty()) {
+      k.inputs[0] = lane_dense(k.inputs[0]);
+      k.outputs[0] = lane_dense(k.outputs[0]);
+    }
     if (!k.outputs.empty() || !k.inputs.empty()) lower_stream(c_, k);
+  }
+
+  // The same bytes as rows of `lanes` elements (when they divide), for a
+  // kernel whose elements are independent of their 2-D view: a depthwise
+  // convolution's VPU work as in the features-minor layout XLA gives
+  // convolutions on TPU, where a bf01 view of a 7 x 7 image would pad
+  // each 7-wide row to 128 lanes (18x the vector work).
+  Array lane_dense(const Array& a) {
+    const std::int64_t lanes = c_.lanes();
+    if (a.elements % lanes != 0 || stored_type(a.shape.element_type()).width != 1) return a;
+    Array v = c_.view(a, a.elements / lanes, lanes);
+    v.shape = hlo::Shape(a.shape.element_type(), {v.rows, v.cols});
+    return v;
   }
 
   // Copies `a` into a fresh array with the given logical shape (a relayout
@@ -450,31 +468,33 @@ class Lowerer {
         return true;
       }
     } else {
-      // Convolution as implicit GEMM: M = batch x output spatial, K = window
-      // x input features / groups, N = output features. The input is read
-      // through an im2col view (window x input bytes): an approximation of
-      // the real kernel's VMEM reuse.
+      // Convolution as implicit GEMM, one per feature group (conv.h): M =
+      // batch x output spatial, K = window x input features per group, N =
+      // output features per group. The input is read through an im2col
+      // view (window x input bytes): an approximation of the real kernel's
+      // VMEM reuse.
       const hlo::Shape& os = d.shape();
-      std::int64_t window = 1;
-      if (auto w = hlo::window_attr(d)) {
-        for (const auto& wd : *w) window *= std::max<std::int64_t>(1, wd.size);
-      }
-      const std::int64_t groups = std::max<std::int64_t>(1, hlo::int_attr(d, hlo::AttrId::kFeatureGroupCount).value_or(1));
-      const std::int64_t out_feat = os.rank() > 0 ? os.dim(os.rank() - 1) : 1;  // b01f output assumed
-      const std::int64_t in_feat = std::max<std::int64_t>(1, rs.element_count() / std::max<std::int64_t>(1, window * out_feat)) * 1;
-      spec.batch = 1;
-      spec.m = std::max<std::int64_t>(1, os.element_count() / std::max<std::int64_t>(1, out_feat));
-      spec.k = std::max<std::int64_t>(1, window * in_feat);
-      spec.n = std::max<std::int64_t>(1, out_feat);
-      (void)groups;
-      spec.lhs = c_.hbm_array(std::string(x.name()) + ".im2col", hlo::Shape(ls.element_type(), {spec.m, spec.k}));
-      spec.rhs = c_.hbm_array(std::string(x.name()) + ".kernel", hlo::Shape(rs.element_type(), {spec.k, spec.n}));
-      if (spec.out.rows != spec.m || spec.out.cols != spec.n) {
-        spec.out = c_.hbm_array(std::string(x.name()) + ".gemm", hlo::Shape(os.element_type(), {spec.m, spec.n}));
+      // A depthwise convolution reaches the MXU only inside a fusion (alone
+      // it runs on the VPU): one GEMM with the channels as N, the same FLOPs
+      // (and N = 1 GEMMs per channel would be a program per channel).
+      const ConvGemm g = conv_gemm(d);
+      const bool depthwise = is_depthwise(d);
+      spec.batch = depthwise ? 1 : g.groups;
+      spec.m = g.m;
+      spec.k = g.k;
+      spec.n = depthwise ? g.groups * g.n : g.n;
+      spec.lhs = c_.hbm_array(std::string(x.name()) + ".im2col",
+                              hlo::Shape(ls.element_type(), {spec.batch * spec.m, spec.k}));
+      spec.rhs = c_.hbm_array(std::string(x.name()) + ".kernel",
+                              hlo::Shape(rs.element_type(), {spec.batch * spec.k, spec.n}));
+      if (spec.out.rows != spec.batch * spec.m || spec.out.cols != spec.n) {
+        spec.out = c_.hbm_array(std::string(x.name()) + ".gemm",
+                                hlo::Shape(os.element_type(), {spec.batch * spec.m, spec.n}));
       }
       approx = true;
-      why += "convolution as a GEMM over an im2col view of the input (M=" + std::to_string(spec.m) +
-             " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) + "); ";
+      why += "convolution as a GEMM over an im2col view of the input (B=" + std::to_string(spec.batch) +
+             " M=" + std::to_string(spec.m) + " K=" + std::to_string(spec.k) + " N=" + std::to_string(spec.n) +
+             "); ";
     }
     emit_dot(x, spec, fused, group, boundary, contraction_inputs, approx);
     if (approx) c_.approx(x, why.substr(0, why.size() - 2));  // drop the last "; "
@@ -851,7 +871,10 @@ class Lowerer {
     return true;
   }
 
+  // Dots and convolutions on the MXU; a depthwise convolution (no
+  // contraction over features) is a VPU stream kernel instead (handle_stream).
   Result<bool> handle_contraction(const Instruction& x, const Site& /*s*/) {
+    if (is_depthwise(x)) return false;
     return lower_dot_like(x, &x, {}, nullptr);
   }
 
@@ -869,9 +892,14 @@ class Lowerer {
                        op == Opcode::kReduce || op == Opcode::kTranspose || op == Opcode::kCopy ||
                        op == Opcode::kConvert || op == Opcode::kSlice || op == Opcode::kConcatenate ||
                        op == Opcode::kPad || op == Opcode::kDynamicSlice || op == Opcode::kDynamicUpdateSlice ||
-                       op == Opcode::kReverse || op == Opcode::kIota || op == Opcode::kCopyStart;
+                       op == Opcode::kReverse || op == Opcode::kIota || op == Opcode::kCopyStart ||
+                       op == Opcode::kSort || op == Opcode::kConvolution;
     stream_single(x, !exact);
-    if (exact) {
+    if (op == Opcode::kSort) {
+      c_.note(x, NoteKind::kLowered, "bitonic sort network on the VPU, streamed through VMEM");
+    } else if (op == Opcode::kConvolution) {
+      c_.note(x, NoteKind::kLowered, "depthwise convolution: window multiply-adds on the VPU, streamed through VMEM");
+    } else if (exact) {
       c_.note(x, NoteKind::kLowered, "streamed through VMEM");
     } else {
       c_.approx(x, "costed as a VMEM stream of its operand and result bytes with VPU passes");

@@ -5,6 +5,7 @@
 #include <array>
 #include <initializer_list>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -13,6 +14,7 @@
 
 #include "isa/hlo/attribute_values.h"
 #include "isa/lower/context.h"
+#include "isa/lower/conv.h"
 #include "isa/lower/fusion.h"
 
 #include "common/units.h"
@@ -76,6 +78,25 @@ isa::ReduceOp reduce_op(const hlo::Instruction& x) {
   }
   return isa::ReduceOp::kSum;
 }
+
+// Stages of a bitonic sorting network over n elements (padded to 2^L):
+// L(L+1)/2, each compares every element with one partner.
+std::int64_t bitonic_stages(std::int64_t n) {
+  std::int64_t l = 0;
+  while ((std::int64_t{1} << l) < n) ++l;
+  return l * (l + 1) / 2;
+}
+
+// The sort's dimension and its length (1 when it has no array operand).
+std::pair<int, std::int64_t> sort_dimension(const hlo::Instruction& x) {
+  if (x.operand_count() == 0 || !x.operand(0)->shape().is_array()) return {0, 1};
+  const hlo::Shape& s = x.operand(0)->shape();
+  const auto dims = hlo::ints_attr(x, hlo::AttrId::kDimensions).value_or(hlo::Ints{});
+  const std::int64_t d = dims.empty() ? s.rank() - 1 : dims[0];
+  if (d < 0 || d >= s.rank()) return {0, 1};
+  return {static_cast<int>(d), s.dim(static_cast<int>(d))};
+}
+std::int64_t sort_length(const hlo::Instruction& x) { return sort_dimension(x).second; }
 
 class Streamer {
  public:
@@ -143,6 +164,7 @@ class Streamer {
     // (more chunks then run as a loop, emit_all()).
     const std::int64_t capped = round_up(ceil_div(rows_, c_.opt.stream_max_chunks), align);
     q = std::max(q, fits(few) ? few : fits(capped) ? capped : q);
+    q = whole_segments(q, fits);
     if (q >= rows_) q = rows_;
     q_ = q;
     chunks_ = ceil_div(rows_, q_);
@@ -156,6 +178,35 @@ class Streamer {
     for (const Array& a : inputs_) bf16 += a.dtype == isa::DType::kBf16 ? 1 : 0;
     return std::min<std::int64_t>(3, bf16);
   }
+  // A sort along a dimension other than the last has segments of several
+  // rows of the [rows, cols] view (the dims from the sorted one to the
+  // last but one): a chunk holds whole segments when they fit VMEM; else
+  // each chunk is sorted alone, an approximation (the merges across chunks
+  // through HBM are not charged).
+  template <typename Fits>
+  std::int64_t whole_segments(std::int64_t q, const Fits& fits) {
+    const hlo::Instruction* sort = kernel_sort();
+    if (sort == nullptr || sort->operand_count() == 0) return q;
+    const auto [d, n] = sort_dimension(*sort);
+    const hlo::Shape& s = sort->operand(0)->shape();
+    std::int64_t segment = 1;
+    for (int i = d; i + 1 < s.rank(); ++i) segment *= std::max<std::int64_t>(1, s.dim(i));
+    if (segment <= 1 || q % segment == 0) return q;
+    const std::int64_t unit = std::lcm(segment, c_.min_tile_rows());
+    const std::int64_t whole = std::max(unit, q / unit * unit);
+    if (whole >= rows_ || fits(whole)) return whole;
+    note_once(*sort, fmt::format("a sort segment of {} elements does not fit VMEM: each chunk sorted alone "
+                                 "(merges across chunks not charged)", segment * cols_));
+    return q;
+  }
+  // The kernel's sort (the op itself, or one fused in), if any.
+  [[nodiscard]] const hlo::Instruction* kernel_sort() const {
+    if (k_.single != nullptr) return k_.single->opcode() == Opcode::kSort ? k_.single : nullptr;
+    for (const hlo::Instruction* x : kernel_instructions()) {
+      if (x->opcode() == Opcode::kSort) return x;
+    }
+    return nullptr;
+  }
 
   // Bytes per row of the iteration space held in VMEM per chunk: two
   // slots and a tail of every streamed array, plus pooled temporaries.
@@ -164,13 +215,19 @@ class Streamer {
   [[nodiscard]] std::int64_t row_bytes(std::int64_t temps) const {
     std::int64_t per_row = 0;
     for (const auto* arrays : {&inputs_, &outputs_}) {
-      for (const Array& a : *arrays) {
-        const bool space = a.elements == space_elems_;
-        per_row += 3 * isa::dtype_bytes(a.dtype, space ? cols_ : a.cols) * (space ? 1 : ceil_div(a.rows, rows_));
-      }
+      for (const Array& a : *arrays) per_row += 3 * array_row_bytes(a);
     }
     per_row += temps * 2 * round_up(cols_, c_.lanes()) * 4;
     return std::max<std::int64_t>(1, per_row);
+  }
+  // One slot's bytes per row of the iteration space. An array of the
+  // space's elements in another view (a relayout into [524288, 1]) is
+  // counted lane-padded as its slot will be: each of its narrow rows takes a
+  // whole (sublanes x lanes) tile row in VMEM, 128x its bytes at one column.
+  [[nodiscard]] std::int64_t array_row_bytes(const Array& a) const {
+    const bool space = a.elements == space_elems_;
+    if (space && a.cols != cols_ && a.rows > rows_) return ceil_div(c_.vmem_footprint(a.dtype, a.rows, a.cols), rows_);
+    return isa::dtype_bytes(a.dtype, space ? cols_ : a.cols) * (space ? 1 : ceil_div(a.rows, rows_));
   }
 
   // An elementwise kernel (every array and value of the iteration space's
@@ -507,6 +564,8 @@ class Streamer {
       set({Opcode::kTranspose}, {&Streamer::handle_transpose, {}, {}, {}});
       set({Opcode::kTuple}, {&Streamer::handle_tuple, {}, {}, {}});
       set({Opcode::kReduce}, {&Streamer::handle_reduce, {}, {}, {}});
+      set({Opcode::kSort}, {&Streamer::handle_sort, {}, {}, {}});
+      set({Opcode::kConvolution}, {&Streamer::handle_depthwise, {}, {}, {}});
       set({Opcode::kIota, Opcode::kRng, Opcode::kRngBitGenerator}, {&Streamer::handle_generated, {}, {}, {}});
       set({Opcode::kConcatenate, Opcode::kPad, Opcode::kDynamicSlice, Opcode::kDynamicUpdateSlice},
           {&Streamer::handle_resize, {}, {}, {}});
@@ -703,6 +762,165 @@ class Streamer {
     return {v};
   }
 
+  // Sort: a bitonic network along the sort dimension (docs/lowering.md),
+  // on chunks that hold whole segments (choose_space). Per stage: each op
+  // of the comparator once over the chunk's pairs (the left half of its
+  // columns against the right half), then per operand a compare-exchange:
+  // two selects under the comparator's mask, one writing each half. The
+  // last stage writes the output staging tiles.
+  std::vector<Val> handle_sort(const OpArgs& a, const Rule& /*r*/) {
+    const std::int64_t stages = bitonic_stages(sort_length(a.x));
+    std::vector<Val> cur;
+    for (const Val* v : a.ops) cur.push_back(v->form == Form::kFull ? *v : standin(Form::kFull, v->dtype, a.len));
+    if (stages == 0 || cur.empty()) return cur;
+    std::vector<bool> fresh(cur.size(), false);
+    for (std::int64_t s = 0; s < stages; ++s) {
+      const isa::TileRef mask = compare_pairs(a.x, cur[0], a.len);
+      for (std::size_t k = 0; k < cur.size(); ++k) {
+        const isa::TileRef* dst = s + 1 == stages ? output_tile(k) : nullptr;
+        Val next = dst != nullptr ? result(Form::kFull, cur[k].dtype, a.len, dst)
+                   : fresh[k]     ? cur[k]
+                                  : standin(Form::kFull, cur[k].dtype, a.len, true);
+        exchange(mask, cur[k].tile, next.tile, a.len);
+        if (fresh[k] && next.tile.buffer != cur[k].tile.buffer) release(cur[k]);
+        fresh[k] = next.pooled;
+        cur[k] = next;
+      }
+    }
+    return cur;
+  }
+  // A depthwise convolution (conv.h; the driver sends only those here): per
+  // window element, a multiply of the shifted input by that element's
+  // per-channel weight and an add into the output, both over the chunk's
+  // output tile: 2 x window VPU ops per output element, HloCostAnalysis's
+  // FLOPs. The shifted input is the input chunk when it has the output's
+  // shape (stride 1), else a stand-in of that shape (the shifts and
+  // strided reads within VMEM are not charged).
+  std::vector<Val> handle_depthwise(const OpArgs& a, const Rule& r) {
+    if (&a.x != k_.single || !is_depthwise(a.x)) return handle_approx(a, r);  // inside a fused kernel
+    const std::optional<isa::TileRef> chunk_out = conv_output_tile(a);
+    if (!chunk_out) return standin_of(a);  // the output's rows ended in an earlier chunk
+    const isa::TileRef out = *chunk_out;
+    const isa::DType d = c_.prog.buffers[out.buffer].dtype;
+    const isa::TileRef& in0 = a.ops[0]->tile;
+    const isa::TileRef in = in0.rows == out.rows && in0.cols == out.cols ? in0 : scratch_tile("conv.window", d, out);
+    const isa::TileRef prod = scratch_tile("conv.product", d, out);
+    const std::int64_t window = conv_gemm(a.x).window;
+    for (std::int64_t j = 0; j < window; ++j) {
+      isa::VpuElementwise mul;
+      mul.op = isa::VpuOp::kMul;
+      mul.dst = prod;
+      mul.a = in;
+      mul.imm = 1.0;  // the window element's weight (a per-channel broadcast)
+      c_.emit(mul);
+      isa::VpuElementwise add;
+      add.op = isa::VpuOp::kAdd;
+      add.dst = out;
+      add.a = j == 0 ? prod : out;
+      if (j > 0) add.b = prod;
+      c_.emit(add);
+    }
+    Val v;
+    v.form = Form::kFull;
+    v.dtype = d;
+    v.tile = out;
+    return {v};
+  }
+  // The output rows of the current chunk: the staging tile of a streamed
+  // output, else the chunk's share of the resident output's rows.
+  std::optional<isa::TileRef> conv_output_tile(const OpArgs& a) {
+    if (a.dst != nullptr) return *a.dst;
+    const ArrayStream& s = outs_.at(0);
+    if (s.streamed) {
+      const auto t = chunk_tiles(s, chunk_);
+      return t ? std::optional(t->second) : std::nullopt;
+    }
+    const std::int64_t q = ceil_div(s.a.rows, chunks_);
+    const std::int64_t r0 = chunk_ * q;
+    if (r0 >= s.a.rows) return std::nullopt;
+    return c_.tile(s.resident, r0, std::min(q, s.a.rows - r0), 0, s.a.cols);
+  }
+  // A kernel-wide VMEM buffer of t's shape (the largest seen first: the
+  // first chunk's), its tile at t's rows.
+  isa::TileRef scratch_tile(const std::string& name, isa::DType d, const isa::TileRef& t) {
+    auto [it, added] = scratch_.try_emplace(name, isa::TileRef::kNone);
+    if (added) it->second = c_.vmem(name, d, t.rows, t.cols);
+    return c_.tile(it->second, 0, t.rows, 0, t.cols);
+  }
+
+  // The left and right halves of a chunk tile: the pairs of one stage.
+  [[nodiscard]] std::pair<isa::TileRef, isa::TileRef> halves(const isa::TileRef& t, std::int64_t len) const {
+    const std::int64_t h = std::max<std::int64_t>(1, cols_ / 2);
+    const isa::TileRef left = c_.tile(t.buffer, t.row, len, t.col, h);
+    return {left, cols_ >= 2 * h ? c_.tile(t.buffer, t.row, len, t.col + h, h) : left};
+  }
+  // One compare-exchange of an operand: dst's halves get the pair's two
+  // elements in the order the mask says.
+  void exchange(const isa::TileRef& mask, const isa::TileRef& src, const isa::TileRef& dst, std::int64_t len) {
+    const auto [sl, sr] = halves(src, len);
+    const auto [dl, dr] = halves(dst, len);
+    for (const auto& [to, first, second] : {std::tuple{dl, sl, sr}, std::tuple{dr, sr, sl}}) {
+      isa::VpuElementwise e;
+      e.op = isa::VpuOp::kSelect;
+      e.dst = to;
+      e.a = mask;
+      e.b = first;
+      e.c = second;
+      c_.emit(e);
+    }
+  }
+  // One stage's comparator over the pairs of the keys: compares as
+  // compares, its other ops (NaN and -0 canonicalization) as one ALU op
+  // each. Returns the mask (the last compare's pred result).
+  isa::TileRef compare_pairs(const hlo::Instruction& x, const Val& keys, std::int64_t len) {
+    const auto [left, right] = halves(keys.tile, len);
+    const auto pairs = [&](isa::DType d) { return c_.tile(pairs_buffer(d), 0, len, 0, left.cols); };
+    bool compared = false;
+    for (const hlo::Instruction* op : comparator_ops(x)) {
+      const bool cmp = op->opcode() == Opcode::kCompare;
+      isa::VpuElementwise e;
+      e.op = cmp ? compare_op(*op) : isa::VpuOp::kMax;
+      e.dst = pairs(cmp ? isa::DType::kPred : dtype_of(op->shape()));
+      e.a = left;
+      e.b = right;
+      c_.emit(e);
+      compared = compared || cmp;
+    }
+    if (!compared) {
+      isa::VpuElementwise e;
+      e.op = isa::VpuOp::kCmpLt;
+      e.dst = pairs(isa::DType::kPred);
+      e.a = left;
+      e.b = right;
+      c_.emit(e);
+    }
+    return pairs(isa::DType::kPred);
+  }
+  // The comparator's ops that do unit work (not parameters or constants).
+  static std::vector<const hlo::Instruction*> comparator_ops(const hlo::Instruction& x) {
+    std::vector<const hlo::Instruction*> ops;
+    const hlo::Computation* cmp = x.called(hlo::AttrId::kToApply);
+    if (cmp != nullptr) {
+      for (const hlo::Instruction* y : cmp->instructions()) {
+        const Opcode op = y->opcode();
+        if (op != Opcode::kParameter && op != Opcode::kConstant && op != Opcode::kTuple) ops.push_back(y);
+      }
+    }
+    if (ops.empty() && cmp != nullptr && cmp->root() != nullptr) ops.push_back(cmp->root());
+    return ops;
+  }
+  // A written pairs buffer of dtype d ([chunk rows, half the columns]).
+  std::uint32_t pairs_buffer(isa::DType d) {
+    auto [it, added] = pairs_.try_emplace(d, isa::TileRef::kNone);
+    if (added) it->second = c_.vmem("sort.pairs", d, q_, std::max<std::int64_t>(1, cols_ / 2));
+    return it->second;
+  }
+  // The staging tile of output k for the current chunk, when the kernel
+  // writes that output aligned with its iteration space.
+  const isa::TileRef* output_tile(std::size_t k) const {
+    return k < chunk_outputs_.size() && chunk_outputs_[k] ? &*chunk_outputs_[k] : nullptr;
+  }
+
   std::vector<Val> handle_approx(const OpArgs& a, const Rule& /*r*/) {
     const hlo::Instruction& x = a.x;
     const auto& ops = a.ops;
@@ -710,24 +928,16 @@ class Streamer {
     const isa::DType d = a.d;
     const Form f = a.f;
     const Opcode op = a.x.opcode();
-    // Ops with no VPU form (gather, scatter, sort, reduce-window, map,
+    // Ops with no VPU form (gather, scatter, reduce-window, map,
     // custom-call, ... inside a kernel): one VPU pass per operand over
-    // the result, plus log2 passes for sort; listed as approximations.
+    // the result; listed as approximations.
     note_once(x, "costed as VPU passes over the kernel's iteration space");
     const Form rf = join(form_of_shape(x.shape().is_tuple() && !x.shape().tuple_elements().empty()
                                            ? x.shape().tuple_elements()[0]
                                            : x.shape()),
                          f);
     int passes = static_cast<int>(ops.size());
-    if (op == Opcode::kSort) {
-      std::int64_t n = 1;
-      for (const auto dim : ops[0] != nullptr && x.operand(0)->shape().is_array() ? x.operand(0)->shape().dims()
-                                                                                   : std::vector<std::int64_t>{})
-        n = std::max(n, dim);
-      int lg = 0;
-      while ((std::int64_t{1} << lg) < n) ++lg;
-      passes = std::max(1, lg * 2);
-    } else if (op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter) {
+    if (op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter) {
       std::int64_t w = 1;
       if (auto win = hlo::window_attr(x)) {
         for (const auto& wd : *win) w *= std::max<std::int64_t>(1, wd.size);
@@ -779,6 +989,8 @@ class Streamer {
         out_tiles.emplace_back();
       }
     }
+    chunk_outputs_ = out_tiles;
+    chunk_ = i;
     std::vector<Val> results;  // root leaves
     if (k_.body == nullptr && k_.single == nullptr && k_.group == nullptr) {
       results = in_vals;  // a pure copy
@@ -866,6 +1078,7 @@ class Streamer {
     for (std::size_t o = 0; o < outs_.size(); ++o) {
       if (!out_tiles[o]) continue;
       const Val* src = o < results.size() ? &results[o] : (results.empty() ? nullptr : &results[0]);
+      if (src != nullptr && src->tile == *out_tiles[o]) continue;  // written in place (a sort's last stage)
       Val tmp;
       if (src == nullptr) {
         tmp = standin(Form::kFull, outs_[o].a.dtype, len);
@@ -993,6 +1206,10 @@ class Streamer {
   std::set<std::uint32_t> written_;  // temporaries some op has written
   std::vector<std::uint32_t> temps_;
   std::set<const hlo::Instruction*> noted_;
+  std::map<isa::DType, std::uint32_t> pairs_;  // sort: written comparator results per dtype
+  std::map<std::string, std::uint32_t, std::less<>> scratch_;  // kernel-wide buffers by name
+  std::int64_t chunk_ = 0;  // the chunk being computed
+  std::vector<std::optional<isa::TileRef>> chunk_outputs_;  // aligned output staging tiles of the chunk
 };
 
 }  // namespace

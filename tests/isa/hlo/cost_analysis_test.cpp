@@ -62,6 +62,7 @@ ENTRY e {
   // 2 * output elements (1*8*8*32 = 2048) * window (3*3) * input features 16
   // = 2*2048*9*16 = 589824.
   EXPECT_DOUBLE_EQ(instruction_cost(find(*m, "c")).flops, 589824.0);
+  EXPECT_EQ(instruction_cost(find(*m, "c")).matmul_type, ElementType::kF32);  // on the MXU
 }
 
 TEST(HloCost, GroupedConvolutionDividesInputFeatures) {
@@ -74,6 +75,8 @@ ENTRY e {
   // Depthwise: input features per group = 16/16 = 1:
   // 2 * (8*8*16 = 1024) * 9 * 1 = 18432.
   EXPECT_DOUBLE_EQ(instruction_cost(find(*m, "c")).flops, 18432.0);
+  // No contraction over features: vector work, not a matmul.
+  EXPECT_EQ(instruction_cost(find(*m, "c")).matmul_type, ElementType::kTuple);
 }
 
 TEST(HloCost, ElementwiseAndTranscendentals) {

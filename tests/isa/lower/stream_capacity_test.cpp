@@ -52,5 +52,33 @@ TEST(StreamCapacity, ManySmallOutputsStreamInsteadOfOverflowingVmem) {
   }
 }
 
+// A relayout of s32[1024,512] into s32[1024,512,1] (the argsort benchmark's
+// take_along_axis): the result's 2-D view is [524288, 1], whose rows each
+// pad to 128 lanes in VMEM: 524288 x 128 x 4 B = 256 MiB held whole, and
+// two slots of half of it each (what chunking by the [1024, 512] view in two
+// chunks gave) already 256 MiB. Its slots must be cut to fit.
+TEST(StreamCapacity, RelayoutIntoATrailingUnitDimCountsLanePadding) {
+  const std::string text = R"(HloModule relayout
+ENTRY e {
+  p = s32[1024,512] parameter(0)
+  ROOT r = s32[1024,512,1] reshape(p)
+})";
+  for (const char* chip : {"v5e", "v6e"}) {
+    auto cfg = load_config(chip);
+    ASSERT_TRUE(cfg.ok());
+    auto m = hlo::parse_hlo_module(text, "relayout.hlo");
+    ASSERT_TRUE(m.ok()) << format_all(m.errors());
+    auto l = lower_module(**m, cfg->chip);
+    ASSERT_TRUE(l.ok()) << format_all(l.errors());
+    EXPECT_TRUE(isa::verify(l->program, cfg->chip).ok()) << chip;
+    for (const auto& b : l->program.buffers) {
+      if (b.space != isa::MemSpace::kVmem) continue;
+      // Every slot within the vmem_budget_fraction (40%) of VMEM.
+      const double padded = static_cast<double>((b.rows() + 7) / 8 * 8) * ((b.cols() + 127) / 128 * 128) * 4;
+      EXPECT_LE(padded, 0.4 * static_cast<double>(cfg->chip.core.vmem.capacity)) << chip << " " << b.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::lower
