@@ -873,14 +873,26 @@ class Streamer {
   // compares, its other ops (NaN and -0 canonicalization) as one ALU op
   // each. Returns the mask (the last compare's pred result).
   isa::TileRef compare_pairs(const hlo::Instruction& x, const Val& keys, std::int64_t len) {
-    const auto [left, right] = halves(keys.tile, len);
-    const auto pairs = [&](isa::DType d) { return c_.tile(pairs_buffer(d), 0, len, 0, left.cols); };
+    auto [left, right] = halves(keys.tile, len);
+    const auto pairs = [&](isa::DType d, int slot = 0) { return c_.tile(pairs_buffer(d, slot), 0, len, 0, left.cols); };
+    // A VPU without a bf16 ALU runs a bf16 comparator's arithmetic on f32
+    // copies of both halves (one convert each per stage).
+    const auto ops = comparator_ops(x);
+    const bool arith = std::any_of(ops.begin(), ops.end(), [](const auto* op) { return op->opcode() != Opcode::kCompare; });
+    const bool widen = arith && keys.dtype == isa::DType::kBf16 && !c_.chip.core.vpu.bf16_alu;
+    if (widen) {
+      for (auto* half : {&left, &right}) {
+        const isa::TileRef up = pairs(isa::DType::kF32, half == &left ? 1 : 2);
+        c_.emit(isa::VpuElementwise{isa::VpuOp::kConvert, up, *half, {}, {}, 0});
+        *half = up;
+      }
+    }
     bool compared = false;
-    for (const hlo::Instruction* op : comparator_ops(x)) {
+    for (const hlo::Instruction* op : ops) {
       const bool cmp = op->opcode() == Opcode::kCompare;
       isa::VpuElementwise e;
       e.op = cmp ? compare_op(*op) : isa::VpuOp::kMax;
-      e.dst = pairs(cmp ? isa::DType::kPred : dtype_of(op->shape()));
+      e.dst = pairs(cmp ? isa::DType::kPred : widen ? isa::DType::kF32 : dtype_of(op->shape()));
       e.a = left;
       e.b = right;
       c_.emit(e);
@@ -910,8 +922,9 @@ class Streamer {
     return ops;
   }
   // A written pairs buffer of dtype d ([chunk rows, half the columns]).
-  std::uint32_t pairs_buffer(isa::DType d) {
-    auto [it, added] = pairs_.try_emplace(d, isa::TileRef::kNone);
+  // `slot` tells apart buffers of one dtype (the f32 copies of both halves).
+  std::uint32_t pairs_buffer(isa::DType d, int slot = 0) {
+    auto [it, added] = pairs_.try_emplace({d, slot}, isa::TileRef::kNone);
     if (added) it->second = c_.vmem("sort.pairs", d, q_, std::max<std::int64_t>(1, cols_ / 2));
     return it->second;
   }
@@ -1206,7 +1219,7 @@ class Streamer {
   std::set<std::uint32_t> written_;  // temporaries some op has written
   std::vector<std::uint32_t> temps_;
   std::set<const hlo::Instruction*> noted_;
-  std::map<isa::DType, std::uint32_t> pairs_;  // sort: written comparator results per dtype
+  std::map<std::pair<isa::DType, int>, std::uint32_t> pairs_;  // sort: comparator results per dtype, slot
   std::map<std::string, std::uint32_t, std::less<>> scratch_;  // kernel-wide buffers by name
   std::int64_t chunk_ = 0;  // the chunk being computed
   std::vector<std::optional<isa::TileRef>> chunk_outputs_;  // aligned output staging tiles of the chunk
