@@ -43,10 +43,10 @@ Result<Topology> Topology::create(std::vector<std::int64_t> dims, std::vector<bo
     // Twisted tori exist for k×k×2k and k×2k×2k slices with every axis wrapped
     // (Cloud TPU v4 docs, "Twisted tori topologies"); 2D k×2k is the classic
     // twisted torus of Cámara et al., IEEE TPDS 2010.
-    const auto [lo, hi] = std::minmax_element(dims.begin(), dims.end());
-    const bool shape_ok = dims.size() >= 2 && *hi == 2 * *lo &&
-                          std::all_of(dims.begin(), dims.end(),
-                                      [&](std::int64_t d) { return d == *lo || d == *hi; });
+    const auto bounds = std::minmax_element(dims.begin(), dims.end());
+    const std::int64_t lo = *bounds.first, hi = *bounds.second;
+    const bool shape_ok = dims.size() >= 2 && hi == 2 * lo &&
+                          std::all_of(dims.begin(), dims.end(), [&](std::int64_t d) { return d == lo || d == hi; });
     bool all_wrap = true;
     for (size_t a = 0; a < dims.size(); ++a) all_wrap = all_wrap && t.wrap_[a];
     if (!shape_ok || !all_wrap) {
@@ -55,7 +55,7 @@ Result<Topology> Topology::create(std::vector<std::int64_t> dims, std::vector<bo
           "every axis");
     }
     t.twisted_ = true;
-    t.twist_k_ = *lo;
+    t.twist_k_ = lo;
   }
   t.build_links();
   return t;

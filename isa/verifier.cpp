@@ -278,7 +278,9 @@ class Verifier {
     error(VerifyError::kOperand, i, "invalid instruction");
   }
   void check_op(std::size_t i, const DmaStart& s) {
-    const bool ok = check_tile(i, s.dst, "dst") & check_tile(i, s.src, "src");
+    const bool dst_ok = check_tile(i, s.dst, "dst");  // both checked, each reports
+    const bool src_ok = check_tile(i, s.src, "src");
+    const bool ok = dst_ok && src_ok;
     check_sem(i, s.sem);
     if (!ok) return;
     expect_shape(i, s.dst, s.src.rows, s.src.cols, "dst", "a DMA copies src's shape");
@@ -330,7 +332,9 @@ class Verifier {
     expect_space(i, s.dst, "dst", {MemSpace::kVmem});
   }
   void check_op(std::size_t i, const VpuElementwise& s) {
-    bool ok = check_tile(i, s.dst, "dst") & check_tile(i, s.a, "a");
+    const bool dst_ok = check_tile(i, s.dst, "dst");  // both checked, each reports
+    const bool a_ok = check_tile(i, s.a, "a");
+    bool ok = dst_ok && a_ok;
     if (s.b.present()) ok = check_tile(i, s.b, "b") && ok;
     if (s.c.present()) ok = check_tile(i, s.c, "c") && ok;
     if (!ok) return;
@@ -385,7 +389,9 @@ class Verifier {
     }
   }
   bool unary_tiles(std::size_t i, const TileRef& dst, const TileRef& src) {
-    const bool ok = check_tile(i, dst, "dst") & check_tile(i, src, "src");
+    const bool dst_ok = check_tile(i, dst, "dst");  // both checked, each reports
+    const bool src_ok = check_tile(i, src, "src");
+    const bool ok = dst_ok && src_ok;
     if (ok) {
       expect_space(i, dst, "dst", {MemSpace::kVmem});
       expect_space(i, src, "src", {MemSpace::kVmem});
@@ -416,7 +422,9 @@ class Verifier {
   void check_op(std::size_t, const Barrier&) {}
   void check_op(std::size_t, const CoreBarrier&) {}
   void check_op(std::size_t i, const Collective& s) {
-    const bool ok = check_tile(i, s.dst, "dst") & check_tile(i, s.src, "src");
+    const bool dst_ok = check_tile(i, s.dst, "dst");  // both checked, each reports
+    const bool src_ok = check_tile(i, s.src, "src");
+    const bool ok = dst_ok && src_ok;
     check_sem(i, s.sem);
     if (ok) {
       expect_space(i, s.dst, "dst", {MemSpace::kHbm, MemSpace::kVmem});
