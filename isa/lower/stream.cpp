@@ -874,7 +874,8 @@ class Streamer {
   // each. Returns the mask (the last compare's pred result).
   isa::TileRef compare_pairs(const hlo::Instruction& x, const Val& keys, std::int64_t len) {
     auto [left, right] = halves(keys.tile, len);
-    const auto pairs = [&](isa::DType d, int slot = 0) { return c_.tile(pairs_buffer(d, slot), 0, len, 0, left.cols); };
+    const std::int64_t half_cols = left.cols;
+    const auto pairs = [&](isa::DType d, int slot = 0) { return c_.tile(pairs_buffer(d, slot), 0, len, 0, half_cols); };
     // A VPU without a bf16 ALU runs a bf16 comparator's arithmetic on f32
     // copies of both halves (one convert each per stage).
     const auto ops = comparator_ops(x);

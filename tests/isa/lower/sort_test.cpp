@@ -128,5 +128,47 @@ ENTRY e {
   }
 }
 
+// A bf16 sort whose comparator has arithmetic (jax's total order: NaN and
+// -0 canonicalized with selects and a max before the compare) verifies on a
+// VPU without a bf16 ALU (v5e: the arithmetic runs on f32 copies of both
+// halves, two converts per stage) and natively on v6e (no converts).
+TEST(Sort, Bf16ComparatorArithmeticFollowsTheChipsVpu) {
+  const std::string text = R"(HloModule sort_bf16
+total_order {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  z = bf16[] constant(0)
+  ma = bf16[] maximum(a, z)
+  mb = bf16[] maximum(b, z)
+  ROOT lt = pred[] compare(ma, mb), direction=LT
+}
+ENTRY e {
+  k = bf16[64,1024] parameter(0)
+  ROOT s = bf16[64,1024] sort(k), dimensions={1}, to_apply=total_order
+})";
+  const auto converts = [](const isa::Program& p) {
+    return std::count_if(p.code.begin(), p.code.end(), [](const isa::Instruction& i) {
+      const auto* e = std::get_if<isa::VpuElementwise>(&i.op);
+      return e != nullptr && e->op == isa::VpuOp::kConvert;
+    });
+  };
+  // n = 1024 = 2^10: 55 stages.
+  const std::int64_t stages = 10 * 11 / 2;
+  for (const char* name : {"v5e", "v6e"}) {
+    const ChipConfig c = tpusim::testing::preset(name);
+    auto m = hlo::parse_hlo_module(text, "sort.hlo");
+    ASSERT_TRUE(m.ok()) << format_all(m.errors());
+    auto l = lower_module(**m, c);
+    ASSERT_TRUE(l.ok()) << format_all(l.errors());
+    const auto rep = isa::verify(l->program, c);
+    EXPECT_TRUE(rep.ok()) << name << ": " << format_all(rep.diagnostics()).substr(0, 1000);
+    if (c.core.vpu.bf16_alu) {
+      EXPECT_EQ(converts(l->program), 0) << name;
+    } else {
+      EXPECT_GE(converts(l->program), 2 * stages) << name;  // two per stage and chunk
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::lower
