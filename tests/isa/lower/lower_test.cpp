@@ -607,7 +607,7 @@ ENTRY e {
 }
 
 // The corpus files, sorted. TPUSIM_CORPUS_STRIDE=N keeps every N-th file
-// (scripts/test.sh: 3 in the Debug pass, 6 under ASan; scripts/run_corpus.py
+// (scripts/test.sh: 3, under the sanitizers; scripts/run_corpus.py
 // runs every file end to end).
 // True when TPUSIM_CORPUS_STRIDE keeps so few files (under 30 modules) that
 // the >= 90% ratio says little; the sample then checks memory safety and
