@@ -60,9 +60,18 @@ std::string mpirun_path() {
 // mpirun with what CI needs: more ranks than cores, and root in CI (Open
 // MPI refuses root without --allow-run-as-root or OMPI_ALLOW_RUN_AS_ROOT=1
 // plus OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1).
+// AddressSanitizer builds: GCC defines __SANITIZE_ADDRESS__, clang answers
+// __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define TPUSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TPUSIM_TEST_ASAN 1
+#endif
+#endif
 std::string mpirun(const std::string& exe, int ranks, const std::string& args) {
   std::string cmd;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TPUSIM_TEST_ASAN)
   // Open MPI keeps allocations alive at exit; LeakSanitizer would fail every rank.
   cmd += "env ASAN_OPTIONS=detect_leaks=0 ";
 #endif
