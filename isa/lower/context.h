@@ -52,9 +52,10 @@ class Ctx {
   const LowerOptions& opt;
   isa::Program& prog;
   LowerReport& report;
-  // Set when an op would emit more than opt.max_instructions (found before
-  // its program takes memory); the driver reports it.
-  bool oversize = false;
+  // Why an op is refused (a dot of more MXU tile steps than
+  // opt.max_instructions: its simulation would take hours), found before
+  // its program takes memory; empty when none. The driver reports it.
+  std::string oversize;
 
   // ---- emission ----
   void set_provenance(std::string_view label) { prov_ = prog.strings.intern(label); }
@@ -156,6 +157,9 @@ struct DotSpec {
   // view rows can load them all).
   std::vector<BatchDim> lhs_batch, rhs_batch;
   std::int64_t lhs_side = 1, rhs_side = 1;
+  // Where this dot's output block starts in the arrays' buffers (a strip of
+  // a larger dot: its lhs rows, rhs columns and output block are there).
+  std::int64_t m_origin = 0, n_origin = 0;
   int epilogue_vpu_ops = 0;     // elementwise ops applied to each output tile
   std::vector<Array> epilogue_inputs;  // extra operands read once per output tile
   std::string name;

@@ -8,6 +8,8 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "isa/lower/context.h"
 #include "isa/lower/dot_cost.h"
 
@@ -268,53 +270,146 @@ class DotLowering {
     return std::min(t, full - idx * t);
   }
 
-  // A dot of more steps than LowerOptions::dot_chunk_max_steps: R x C
-  // equal chunks of the output, each a grid of whole blocks of this dot's
-  // own tiling (R row chunks of the lhs, C column chunks of the rhs), one
-  // chunk's program inside `repeat R*C` (as for batch elements: the chunk's
-  // tiles stand in for the others'; a chunk's blocks run as they would in
-  // the unrolled schedule). The chunk is the largest block grid of at most
-  // that many steps whose extents divide M and N; false when there is none
-  // (the program then stops at the instruction limit, emit()).
+  // A dot of more steps than LowerOptions::dot_chunk_max_steps: the
+  // largest region of whole R x C chunks of the output, each a grid of
+  // a x b blocks of this dot's own tiling, runs as one chunk's program
+  // inside `repeat R*C` (as for batch elements: the chunk's tiles stand in
+  // for the others'; a chunk's blocks run as they would in the unrolled
+  // schedule). The rows below that region and the columns right of it are
+  // dots of their own (at their place in the operands and the output),
+  // chunked the same way when they are large. The chunk grid is the one
+  // that emits the fewest steps (the chunk plus the leftover strips).
+  // False when the dot is small enough to unroll, or has wide operand
+  // tiles (batch elements side by side) or a K loop longer than the limit.
   bool run_in_chunks() {
     const std::int64_t nm = ceil_div(d_.m, t_.tm), nn = ceil_div(d_.n, t_.tn), nk = ceil_div(d_.k, t_.tk);
     const auto limit = std::max<std::int64_t>(1, c_.opt.dot_chunk_max_steps);
+    // Beyond max_instructions steps even a looped program would take
+    // hours to simulate: stop (the driver reports the limit).
+    if (static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk) >
+        static_cast<double>(c_.opt.max_instructions)) {
+      refuse(static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk));
+      return true;
+    }
     if (static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk) <= static_cast<double>(limit) ||
-        d_.lhs_transposed || d_.rhs_transposed || d_.lhs_side > 1 || d_.rhs_side > 1 || nk > limit ||
-        d_.m % t_.tm != 0 || d_.n % t_.tn != 0) {
+        d_.lhs_side > 1 || d_.rhs_side > 1 || nk > limit) {
       return false;
     }
-    // Blocks per chunk: a x b, a | nm and b | nn, a * b * nk <= limit, most blocks (columns first).
-    std::int64_t best_a = 0, best_b = 0;
-    for (std::int64_t b = 1; b <= nn && b * nk <= limit; ++b) {
-      if (nn % b != 0) continue;
-      for (std::int64_t a = 1; a <= nm && a * b * nk <= limit; ++a) {
-        if (nm % a == 0 && a * b > best_a * best_b) best_a = a, best_b = b;
+    // A chunk is a whole block rows of every column when a block row fits
+    // the limit: the unrolled schedule's own order (output blocks row by
+    // row, each lhs tile reused along the row), cut into r equal runs of
+    // rows inside `repeat r`, the rows left over (fewer than a) after them.
+    // Otherwise a x b whole blocks, repeated r x c times, with the strips
+    // below and right of them. Either way the leftover strips are emitted
+    // once with the same blocks (chunked again when larger than the limit).
+    // Each chunk and strip fills and drains its own pipeline: of the grids
+    // emitted in at most 1.5 x limit steps, the one with the fewest
+    // restarts wins, then the one emitted in the fewest steps.
+    const std::int64_t fm = d_.m / t_.tm, fn = d_.n / t_.tn;
+    struct Grid {
+      std::int64_t a = 0, b = 0;  // b = nn: the whole width (with a partial last block)
+      double emitted = 0, restarts = 0;
+    };
+    const auto strip = [&](double steps) -> std::pair<double, double> {  // {emitted, restarts}
+      if (steps <= 0) return {0.0, 0.0};
+      if (steps <= static_cast<double>(limit)) return {steps, 1.0};
+      return {static_cast<double>(limit), std::ceil(steps / static_cast<double>(limit)) + 1};
+    };
+    const double budget = 1.5 * static_cast<double>(limit);
+    Grid best;
+    const auto better = [&](const Grid& g) {
+      if (best.a == 0) return true;
+      const bool fits = g.emitted <= budget, best_fits = best.emitted <= budget;
+      if (fits != best_fits) return fits;
+      if (!fits) return g.emitted < best.emitted;
+      const bool rows = g.b == nn, best_rows = best.b == nn;
+      if (rows != best_rows) return rows;
+      return g.restarts < best.restarts || (g.restarts == best.restarts && g.emitted < best.emitted);
+    };
+    const auto consider = [&](std::int64_t a, std::int64_t b) {
+      const std::int64_t r = fm / a, c = b == nn ? 1 : fn / b;
+      const auto below = strip(static_cast<double>(nm - r * a) * static_cast<double>(nn * nk));
+      const auto right = b == nn ? std::pair{0.0, 0.0}
+                                 : strip(static_cast<double>(r * a) * static_cast<double>((nn - c * b) * nk));
+      const Grid g{a, b, static_cast<double>(a * b * nk) + below.first + right.first,
+                   static_cast<double>(r * c) + below.second + right.second};
+      if (better(g)) best = g;
+    };
+    for (std::int64_t a = 1; a <= fm && a * nn * nk <= limit; ++a) consider(a, nn);
+    for (std::int64_t b = 1; b <= fn && b * nk <= limit; ++b) {
+      for (std::int64_t a = 1; a <= fm && a * b * nk <= limit; ++a) consider(a, b);
+    }
+    if (best.a == 0) return false;
+    const std::int64_t r = fm / best.a, c = best.b == nn ? 1 : fn / best.b;
+    const std::int64_t rows = best.a * t_.tm, cols = best.b == nn ? d_.n : best.b * t_.tn;
+    const std::int64_t main_rows = r * rows, main_cols = c * cols;
+    {
+      const DotSpec chunk = sub_spec(0, rows, 0, cols, false);
+      DotLowering one(c_, chunk);
+      one.split_ = false;  // megacore: the cores split the chunks instead
+      const auto [first, last] = split_ ? c_.core_share(r * c) : std::pair<std::int64_t, std::int64_t>{0, r * c};
+      if (last > first) {
+        c_.emit(isa::Repeat{last - first});
+        one.t_ = t_;  // this dot's tiling: the chunk's blocks are the dot's blocks
+        one.record_tiling();
+        one.emit();
+        c_.emit(isa::End{});
+        c_.report.tilings.back() += " chunks=" + std::to_string(r) + "x" + std::to_string(c);
       }
     }
-    if (best_a * best_b <= 0) return false;
-    const std::int64_t r = nm / best_a, c = nn / best_b;
-    DotSpec chunk = d_;
-    chunk.m = d_.m / r;
-    chunk.n = d_.n / c;
-    chunk.lhs.rows = d_.lhs.rows / r;
-    chunk.lhs.elements = d_.lhs.elements / r;
-    chunk.rhs.cols = d_.rhs.cols / c;
-    chunk.rhs.elements = d_.rhs.elements / c;
-    chunk.out.rows = d_.out.rows / r;
-    chunk.out.cols = d_.out.cols / c;
-    chunk.out.elements = d_.out.elements / (r * c);
-    DotLowering one(c_, chunk);
-    one.split_ = false;  // megacore: the cores split the chunks instead
-    const auto [first, last] = split_ ? c_.core_share(r * c) : std::pair<std::int64_t, std::int64_t>{0, r * c};
-    if (last <= first) return true;  // more cores than chunks: nothing for this one
-    c_.emit(isa::Repeat{last - first});
-    one.t_ = t_;  // this dot's tiling: the chunk's blocks are the dot's blocks
-    one.record_tiling();
-    one.emit();
-    c_.emit(isa::End{});
-    c_.report.tilings.back() += " chunks=" + std::to_string(r) + "x" + std::to_string(c);
+    // The strips: this dot's blocks, chunked again when large.
+    if (main_cols < d_.n) run_strip(sub_spec(0, main_rows, main_cols, d_.n - main_cols, true));
+    if (main_rows < d_.m) run_strip(sub_spec(main_rows, d_.m - main_rows, 0, d_.n, true));
     return true;
+  }
+  void run_strip(const DotSpec& spec) {
+    DotLowering strip(c_, spec);
+    strip.split_ = split_;
+    strip.t_ = t_;
+    if (strip.run_in_chunks()) return;
+    strip.record_tiling();
+    strip.emit();
+  }
+
+  void refuse(double steps) {
+    c_.oversize = "would run " + fmt::format("{:.3g}", steps) + " MXU tile steps, more than " +
+                  std::to_string(c_.opt.max_instructions) + " (its simulation would take hours)";
+  }
+
+  // The dot of output rows m0.. (m rows) and columns n0.. (n columns) of
+  // this one (batch 1): its lhs rows (columns when transposed), rhs
+  // columns (rows when transposed), output and output-shaped epilogue
+  // inputs cut to that block; other epilogue inputs keep their share.
+  // `placed`: the block reads and writes at its place in the buffers;
+  // otherwise at the origin (a chunk standing in for its copies).
+  DotSpec sub_spec(std::int64_t m0, std::int64_t m, std::int64_t n0, std::int64_t n, bool placed) const {
+    DotSpec s = d_;
+    s.name = d_.name;
+    const auto cut = [](Array& a, std::int64_t rows, std::int64_t cols) {
+      const double share = static_cast<double>(rows * cols) / static_cast<double>(std::max<std::int64_t>(1, a.rows * a.cols));
+      a.rows = rows;
+      a.cols = cols;
+      a.elements = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::llround(static_cast<double>(a.elements) * share)));
+    };
+    if (d_.lhs_transposed) {
+      cut(s.lhs, d_.lhs.rows, m);
+    } else {
+      cut(s.lhs, m, d_.lhs.cols);
+    }
+    if (d_.rhs_transposed) {
+      cut(s.rhs, n, d_.rhs.cols);
+    } else {
+      cut(s.rhs, d_.rhs.rows, n);
+    }
+    cut(s.out, m, n);
+    for (Array& a : s.epilogue_inputs) {
+      if (a.rows == d_.out.rows && a.cols == d_.out.cols) cut(a, m, n);
+    }
+    s.m = m;
+    s.n = n;
+    s.m_origin = placed ? d_.m_origin + m0 : d_.m_origin;
+    s.n_origin = placed ? d_.n_origin + n0 : d_.n_origin;
+    return s;
   }
 
   void emit() {
@@ -325,9 +420,10 @@ class DotLowering {
     e.nk = ceil_div(d_.k, t_.tk);
     // A program that would pass the instruction limit stops here, before its
     // step list takes memory (the driver reports the limit).
-    if (static_cast<double>(B) * static_cast<double>(e.nm) * static_cast<double>(e.nn) * static_cast<double>(e.nk) >
-        static_cast<double>(c_.opt.max_instructions)) {
-      c_.oversize = true;
+    const double steps =
+        static_cast<double>(B) * static_cast<double>(e.nm) * static_cast<double>(e.nn) * static_cast<double>(e.nk);
+    if (steps > static_cast<double>(c_.opt.max_instructions)) {
+      refuse(steps);
       return;
     }
     // Megacore: this core's contiguous share of the output blocks (in
@@ -417,7 +513,7 @@ class DotLowering {
     e.lplan.reserve(e.steps.size());
     e.rplan.reserve(e.steps.size());
     for (const StepIdx& s : e.steps) {
-      const std::int64_t m0 = s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = s.nb * t_.tn;
+      const std::int64_t m0 = d_.m_origin + s.mb * t_.tm, k0 = s.kc * t_.tk, n0 = d_.n_origin + s.nb * t_.tn;
       const std::int64_t me = extent(s.mb, t_.tm, M), ke = extent(s.kc, t_.tk, K), ne = extent(s.nb, t_.tn, N);
       const std::int64_t g = s.b / e.side;
       // Tile identities: per element, or per wide tile (which spans every
@@ -536,7 +632,7 @@ class DotLowering {
     e.out_pending[static_cast<std::size_t>(e.out_slot)] = 0;
     e.out_buf = slot_buffer(e.out_bufs, "acc", d_.out.dtype, me, ne, e.out_slot);
     e.epi_tiles.clear();
-    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    const std::int64_t m0 = d_.m_origin + s.mb * t_.tm, n0 = d_.n_origin + s.nb * t_.tn;
     for (Streamed& st : e.streamed) {
       const Array& a = *st.a;
       std::int64_t r0 = s.b * d_.m + m0, rows = me, c0 = n0, cols = ne;
@@ -591,7 +687,7 @@ class DotLowering {
     // The block's write-back is cut into row pieces issued over the next
     // block's k steps, so one large write does not hold the HBM queue
     // ahead of the next operand loads (a kernel's pipelined write-back).
-    const std::int64_t m0 = s.mb * t_.tm, n0 = s.nb * t_.tn;
+    const std::int64_t m0 = d_.m_origin + s.mb * t_.tm, n0 = d_.n_origin + s.nb * t_.tn;
     const std::int64_t align = c_.row_align(d_.out.dtype);
     const std::int64_t pieces = std::max<std::int64_t>(1, std::min(e.nk, me / std::max(align, c_.min_tile_rows())));
     const std::int64_t piece_rows = round_up(ceil_div(me, pieces), align);

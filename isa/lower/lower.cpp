@@ -113,7 +113,8 @@ class Lowerer {
         lower_group(*group);
       } else {
         if (c_.prog.code.size() > c_.opt.max_instructions) {
-          return Diagnostic{c_.module.source().name, 0, 0,
+          const isa::SourceLoc at = c_.loc(*x);
+          return Diagnostic{c_.module.source().name, static_cast<int>(at.line), static_cast<int>(at.column),
                             "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
                                 " instructions at " + c_.where(*x) + " (" + std::string(x->name()) + ")",
                             ""};
@@ -121,11 +122,10 @@ class Lowerer {
         auto st = lower_inst(*x, params, top);
         if (!st.ok()) return st.errors();
       }
-      if (c_.oversize) {
-        return Diagnostic{c_.module.source().name, 0, 0,
-                          "unsupported: " + std::string(x->name()) + " at " + c_.where(*x) + " would emit more than " +
-                              std::to_string(c_.opt.max_instructions) + " instructions",
-                          ""};
+      if (!c_.oversize.empty()) {
+        const isa::SourceLoc at = c_.loc(*x);
+        return Diagnostic{c_.module.source().name, static_cast<int>(at.line), static_cast<int>(at.column),
+                          "unsupported: " + std::string(x->name()) + " at " + c_.where(*x) + " " + c_.oversize, ""};
       }
       if (!key.empty() && c_.prog.code.size() > code_before) remember(*x, std::move(key));
     }

@@ -54,12 +54,14 @@ struct LowerOptions {
   // program B times smaller); below it the elements are unrolled, so their
   // loads and stores overlap.
   std::int64_t dot_repeat_min_steps = 4096;
-  // A dot of more MXU steps than this is emitted as equal row chunks inside
-  // `repeat` (one chunk's program; same bytes and timing per chunk), so a
-  // single huge product (bf16[1e6,1e6] x bf16[1e6,1e6]: 4.7e8 steps) is a
-  // program of bounded size. A step is up to ~100 instructions (weight
-  // loads, matmuls and pops per MXU, its DMAs), so 4096 steps stay well
-  // under max_instructions.
+  // A dot of more MXU steps than this is emitted as equal chunks of its
+  // output inside `repeat` (one chunk's program; same bytes and timing per
+  // chunk) plus the strips left over, so a huge product is a program of
+  // bounded size. A step is up to ~100 instructions (weight loads, matmuls
+  // and pops per MXU, its DMAs), so 4096 steps stay well under
+  // max_instructions. A dot of more than max_instructions steps
+  // (bf16[1e6,1e6] x bf16[1e6,1e6]: 4.7e8) is refused: its simulation
+  // would take hours.
   std::int64_t dot_chunk_max_steps = 4096;
   // A dynamic-update-slice is updated in place with one DMA per contiguous
   // block of the update; more blocks than this (a program of many tiny DMAs)

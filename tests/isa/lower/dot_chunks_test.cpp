@@ -29,8 +29,33 @@ std::string dot_module(std::int64_t m, std::int64_t k, std::int64_t n) {
 struct DotRun {
   double seconds = 0;
   std::size_t instructions = 0;
-  std::string tiling;
+  std::string tiling;  // the report's tilings, ';' between
 };
+
+// From a run's tilings: MXU steps (blocks x k steps, times the chunk
+// count) and pipeline restarts (one per chunk and per unchunked piece).
+struct Steps {
+  std::int64_t steps = 0, restarts = 0;
+};
+Steps count_steps(const std::string& tilings) {
+  Steps s;
+  std::stringstream list(tilings);
+  for (std::string t; std::getline(list, t, ';');) {
+    const auto field = [&](const std::string& key) -> std::int64_t {
+      const auto at = t.find(" " + key + "=");
+      return at == std::string::npos ? 0 : std::stoll(t.substr(at + key.size() + 2));
+    };
+    const auto up = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+    std::int64_t copies = 1;
+    if (const auto at = t.find(" chunks="); at != std::string::npos) {
+      const std::string grid = t.substr(at + 8);
+      copies = std::stoll(grid) * std::stoll(grid.substr(grid.find('x') + 1));
+    }
+    s.steps += copies * up(field("M"), field("tm")) * up(field("N"), field("tn")) * up(field("K"), field("tk"));
+    s.restarts += copies;
+  }
+  return s;
+}
 
 // Lowered (with `limit` steps per chunk) and simulated in a child process.
 DotRun lower_and_run(const std::string& text, std::int64_t limit) {
@@ -44,7 +69,8 @@ DotRun lower_and_run(const std::string& text, std::int64_t limit) {
         auto l = lower_module(**m, c, o);
         if (!l.ok()) return "error " + format_all(l.errors());
         const std::size_t n = l->program.code.size();
-        const std::string tiling = l->report.tilings.empty() ? "" : l->report.tilings.front();
+        std::string tiling;
+        for (const auto& t : l->report.tilings) tiling += (tiling.empty() ? "" : ";") + t;
         auto r = simulate(c, l->program);
         if (!r.ok() || !r->finished) return "error simulate";
         std::ostringstream os;
@@ -71,7 +97,7 @@ TEST(DotChunks, ChunkedDotTakesTheUnrolledTimePlusAStepPerChunk) {
   EXPECT_THAT(full.tiling, HasSubstr("tm=1024 tn=512 tk=512"));
   EXPECT_THAT(full.tiling, ::testing::Not(HasSubstr("chunks=")));
   const double step_s = full.seconds / 128;
-  for (const auto& [limit, chunks, grid] : {std::tuple{64, 2, "chunks=1x2"}, std::tuple{16, 8, "chunks=1x8"}}) {
+  for (const auto& [limit, chunks, grid] : {std::tuple{64, 2, "chunks=2x1"}, std::tuple{16, 8, "chunks=1x8"}}) {
     const DotRun chunked = lower_and_run(text, limit);
     EXPECT_THAT(chunked.tiling, HasSubstr(grid)) << limit;
     // One chunk's program: the instructions shrink with the chunk count.
@@ -82,14 +108,60 @@ TEST(DotChunks, ChunkedDotTakesTheUnrolledTimePlusAStepPerChunk) {
   }
 }
 
-TEST(DotChunks, AnUnchunkableHugeDotStopsBeforeTakingMemory) {
-  // 1e6 is no multiple of the power-of-two tiles: no equal chunks; the
-  // unrolled program would be 4.7e8 steps (before, it grew past 9 GB).
+TEST(DotChunks, AHugeDotIsRefusedBeforeTakingMemory) {
+  // 4.7e8 MXU steps: a looped program would be small, but simulating it
+  // would take hours; refused at the op's line and column, before its step
+  // list takes memory (before, it grew past 9 GB).
   auto m = hlo::parse_hlo_module(dot_module(1000000, 1000000, 1000000), "huge.hlo");
   ASSERT_TRUE(m.ok());
   auto l = lower_module(**m, tpusim::testing::preset("v5e"));
   ASSERT_FALSE(l.ok());
-  EXPECT_THAT(l.errors().front().message, HasSubstr("d at huge.hlo:5 would emit more than 4000000 instructions"));
+  EXPECT_THAT(l.errors().front().message, HasSubstr("d at huge.hlo:5 would run"));
+  EXPECT_THAT(l.errors().front().message, HasSubstr("MXU tile steps, more than 4000000"));
+  EXPECT_EQ(l.errors().front().line, 5);
+  EXPECT_EQ(l.errors().front().column, 8);  // the instruction name
+}
+
+// Dots whose extents are no multiple of a chunk, and transposed operands:
+// the chunks cover the largest whole region of blocks, the strips left over
+// are the remaining blocks at their place; the total is the unrolled time
+// within what the pipeline restarts cost.
+TEST(DotChunks, StripsAndTransposedOperandsTakeTheUnrolledTime) {
+  const auto module = [](std::int64_t m, std::int64_t k, std::int64_t n, bool lhs_t, bool rhs_t) {
+    const auto s = [](std::int64_t v) { return std::to_string(v); };
+    const std::string a = lhs_t ? s(k) + "," + s(m) : s(m) + "," + s(k);
+    const std::string b = rhs_t ? s(n) + "," + s(k) : s(k) + "," + s(n);
+    return "HloModule d\nENTRY e {\n  a = bf16[" + a + "] parameter(0)\n  b = bf16[" + b +
+           "] parameter(1)\n  ROOT d = bf16[" + s(m) + "," + s(n) + "] dot(a, b), lhs_contracting_dims={" +
+           (lhs_t ? "0" : "1") + "}, rhs_contracting_dims={" + (rhs_t ? "1" : "0") + "}\n}\n";
+  };
+  for (const auto& [m, k, n, lt, rt] :
+       {std::tuple{7000, 2048, 6000, false, false}, std::tuple{6144, 1024, 5000, true, false},
+        std::tuple{5000, 1024, 6144, false, true}}) {
+    const std::string text = module(m, k, n, lt, rt);
+    const DotRun full = lower_and_run(text, 1 << 20);
+    const DotRun chunked = lower_and_run(text, 16);
+    const Steps fs = count_steps(full.tiling), cs = count_steps(chunked.tiling);
+    ASSERT_EQ(fs.restarts, 1) << full.tiling;
+    EXPECT_THAT(chunked.tiling, HasSubstr("chunks=")) << chunked.tiling;
+    // The chunks and strips cover the unrolled dot's blocks exactly, in at
+    // most 1.5 x 16 steps of program.
+    EXPECT_EQ(cs.steps, fs.steps) << chunked.tiling;
+    EXPECT_LT(chunked.instructions * 3, full.instructions) << chunked.tiling;
+    // Each restart fills and drains a pipeline: at most one step's operand
+    // tiles in, its matmuls, and one output block out through HBM (bf16, 2
+    // bytes an element), plus an HBM latency each way.
+    const auto field = [&](const std::string& key) {
+      return std::stod(full.tiling.substr(full.tiling.find(" " + key + "=") + key.size() + 2));
+    };
+    const ChipConfig c = tpusim::testing::preset("v5e");
+    const double tm = field("tm"), tn = field("tn"), tk = field("tk");
+    const double peak = static_cast<double>(c.core.mxu.count * c.core.mxu.rows * c.core.mxu.cols) * 2 * c.clock;
+    const double restart_s = 2 * (tm * tk + tk * tn + tm * tn) / (c.hbm.bandwidth * c.hbm.efficiency) +
+                             2 * tm * tn * tk / peak + 2 * c.hbm.latency;
+    EXPECT_LE(std::abs(chunked.seconds - full.seconds), static_cast<double>(cs.restarts) * restart_s)
+        << chunked.tiling;
+  }
 }
 
 }  // namespace
