@@ -106,6 +106,21 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
   if (is_hlo_path(path)) unbounded.hbm.capacity = 0;
   for (std::size_t c = 0; c < programs.size(); ++c) {
     const isa::VerifyReport report = isa::verify(programs[c], unbounded, out.compiled.source);
+    // Full loop mode runs every iteration: a program that would take hours
+    // (a huge dot's chunk loop, a long while) asks for extrapolation instead.
+    const auto executed = report.summary.executed_instructions;
+    if (chip.simulation.loops == LoopMode::kFull &&
+        executed > static_cast<std::uint64_t>(chip.simulation.full_instruction_limit)) {
+      error = {kFailure,
+               fmt::format("{}: error: the program would execute {:.3g} instructions with every loop iteration "
+                           "simulated (about {} at 5 million a second), more than simulation.full_instruction_limit "
+                           "({}); run with --loops extrapolate (steady loops are cut short and extrapolated) or "
+                           "raise the limit\n",
+                           path, static_cast<double>(executed),
+                           format_quantity(static_cast<double>(executed) / 5e6, Dimension::kSeconds),
+                           chip.simulation.full_instruction_limit)};
+      return std::nullopt;
+    }
     const bool only_deadlock = !report.ok() && report.count(isa::VerifyError::kDeadlock) == report.issues.size();
     if (!report.ok() && !only_deadlock) {
       const std::string which = programs.size() > 1 ? fmt::format(" (TensorCore {})", c) : "";

@@ -52,9 +52,9 @@ class Ctx {
   const LowerOptions& opt;
   isa::Program& prog;
   LowerReport& report;
-  // Why an op is refused (a dot of more MXU tile steps than
-  // opt.max_instructions: its simulation would take hours), found before
-  // its program takes memory; empty when none. The driver reports it.
+  // Why an op is refused (a dot that cannot be chunked and would emit more
+  // than opt.max_instructions), found before its program takes memory;
+  // empty when none. The driver reports it.
   std::string oversize;
 
   // ---- emission ----

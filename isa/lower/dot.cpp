@@ -284,13 +284,6 @@ class DotLowering {
   bool run_in_chunks() {
     const std::int64_t nm = ceil_div(d_.m, t_.tm), nn = ceil_div(d_.n, t_.tn), nk = ceil_div(d_.k, t_.tk);
     const auto limit = std::max<std::int64_t>(1, c_.opt.dot_chunk_max_steps);
-    // Beyond max_instructions steps even a looped program would take
-    // hours to simulate: stop (the driver reports the limit).
-    if (static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk) >
-        static_cast<double>(c_.opt.max_instructions)) {
-      refuse(static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk));
-      return true;
-    }
     if (static_cast<double>(nm) * static_cast<double>(nn) * static_cast<double>(nk) <= static_cast<double>(limit) ||
         d_.lhs_side > 1 || d_.rhs_side > 1 || nk > limit) {
       return false;
@@ -305,7 +298,9 @@ class DotLowering {
     // Each chunk and strip fills and drains its own pipeline: of the grids
     // emitted in at most 1.5 x limit steps, the one with the fewest
     // restarts wins, then the one emitted in the fewest steps.
-    const std::int64_t fm = d_.m / t_.tm, fn = d_.n / t_.tn;
+    // (A dot narrower than one block, a strip, chunks its one partial block.)
+    const std::int64_t bm = nm == 1 ? d_.m : t_.tm, bn = nn == 1 ? d_.n : t_.tn;
+    const std::int64_t fm = d_.m / bm, fn = d_.n / bn;
     struct Grid {
       std::int64_t a = 0, b = 0;  // b = nn: the whole width (with a partial last block)
       double emitted = 0, restarts = 0;
@@ -341,7 +336,7 @@ class DotLowering {
     }
     if (best.a == 0) return false;
     const std::int64_t r = fm / best.a, c = best.b == nn ? 1 : fn / best.b;
-    const std::int64_t rows = best.a * t_.tm, cols = best.b == nn ? d_.n : best.b * t_.tn;
+    const std::int64_t rows = best.a * bm, cols = best.b == nn ? d_.n : best.b * bn;
     const std::int64_t main_rows = r * rows, main_cols = c * cols;
     {
       const DotSpec chunk = sub_spec(0, rows, 0, cols, false);
@@ -372,8 +367,9 @@ class DotLowering {
   }
 
   void refuse(double steps) {
-    c_.oversize = "would run " + fmt::format("{:.3g}", steps) + " MXU tile steps, more than " +
-                  std::to_string(c_.opt.max_instructions) + " (its simulation would take hours)";
+    c_.oversize = fmt::format("would emit {:.3g} MXU tile steps (no chunks: wide operand tiles or a K loop "
+                              "longer than dot_chunk_max_steps), more than the {} instructions a program may have",
+                              steps, c_.opt.max_instructions);
   }
 
   // The dot of output rows m0.. (m rows) and columns n0.. (n columns) of

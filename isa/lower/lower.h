@@ -59,9 +59,9 @@ struct LowerOptions {
   // chunk) plus the strips left over, so a huge product is a program of
   // bounded size. A step is up to ~100 instructions (weight loads, matmuls
   // and pops per MXU, its DMAs), so 4096 steps stay well under
-  // max_instructions. A dot of more than max_instructions steps
-  // (bf16[1e6,1e6] x bf16[1e6,1e6]: 4.7e8) is refused: its simulation
-  // would take hours.
+  // max_instructions, however large the dot (bf16[1e6,1e6] x
+  // bf16[1e6,1e6]: 4.7e8 steps; simulation.full_instruction_limit then
+  // asks for --loops extrapolate).
   std::int64_t dot_chunk_max_steps = 4096;
   // A dynamic-update-slice is updated in place with one DMA per contiguous
   // block of the update; more blocks than this (a program of many tiny DMAs)

@@ -67,3 +67,27 @@ TEST(CliLoops, EmptyRepeatBodyEndsUnderEveryLoopMode) {
 
 }  // namespace
 }  // namespace tpusim::cli
+
+namespace tpusim::cli {
+namespace {
+
+// simulation.full_instruction_limit: in full mode a program that would
+// execute more instructions than the limit (repeat counts multiplied out)
+// is not run; the error says how many and what to do. 300 iterations of 4
+// instructions plus repeat and end: 1202 executed.
+TEST(CliLoops, FullModeRefusesAProgramPastTheExecutedInstructionLimit) {
+  const std::string prog = write_temp("loop_limit.tasm", kLoop);
+  const auto refused = tpusim({"run", prog, "--set", "simulation.full_instruction_limit=1201", "-q"});
+  EXPECT_EQ(refused.code, kFailure);
+  EXPECT_THAT(refused.err, HasSubstr("would execute 1.2e+03 instructions"));
+  EXPECT_THAT(refused.err, HasSubstr("--loops extrapolate"));
+  // (Two simulations: the real binary, one process each.)
+  const auto at_limit = testing::binary("run " + prog + " --set simulation.full_instruction_limit=1202 -q");
+  EXPECT_EQ(at_limit.code, kOk) << at_limit.err;
+  const auto extrapolated =
+      testing::binary("run " + prog + " --set simulation.full_instruction_limit=1201 --loops extrapolate -q");
+  EXPECT_EQ(extrapolated.code, kOk) << extrapolated.err;
+}
+
+}  // namespace
+}  // namespace tpusim::cli
