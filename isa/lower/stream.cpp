@@ -848,16 +848,36 @@ class Streamer {
     return c_.tile(it->second, 0, t.rows, 0, t.cols);
   }
 
+  // Whether a stage's pairs are half a vreg row or less apart: halves that
+  // are no whole number of lanes cannot be addressed as tiles, so each
+  // element meets its partner by a lane rotation (XLU) of the whole tile,
+  // and the compare and select run over the whole tile.
+  [[nodiscard]] bool lane_pairs() const { return cols_ >= 2 && (cols_ / 2) % c_.lanes() != 0; }
   // The left and right halves of a chunk tile: the pairs of one stage.
-  [[nodiscard]] std::pair<isa::TileRef, isa::TileRef> halves(const isa::TileRef& t, std::int64_t len) const {
+  // With lane pairs: the whole tile and its copy rotated by half the row.
+  [[nodiscard]] std::pair<isa::TileRef, isa::TileRef> halves(const isa::TileRef& t, std::int64_t len) {
+    if (lane_pairs()) {
+      const isa::TileRef whole = c_.tile(t.buffer, t.row, len, t.col, cols_);
+      const isa::TileRef rotated =
+          c_.tile(pairs_buffer(c_.prog.buffers[t.buffer].dtype, 3 + static_cast<int>(rotations_++ % 2)), 0, len, 0,
+                  cols_);
+      c_.emit(isa::XluPermute{rotated, whole, cols_ / 2});
+      return {whole, rotated};
+    }
     const std::int64_t h = std::max<std::int64_t>(1, cols_ / 2);
     const isa::TileRef left = c_.tile(t.buffer, t.row, len, t.col, h);
     return {left, cols_ >= 2 * h ? c_.tile(t.buffer, t.row, len, t.col + h, h) : left};
   }
   // One compare-exchange of an operand: dst's halves get the pair's two
-  // elements in the order the mask says.
+  // elements in the order the mask says (with lane pairs, one select over
+  // the whole tile against the rotated copy).
   void exchange(const isa::TileRef& mask, const isa::TileRef& src, const isa::TileRef& dst, std::int64_t len) {
     const auto [sl, sr] = halves(src, len);
+    if (lane_pairs()) {
+      c_.emit(isa::VpuElementwise{isa::VpuOp::kSelect, c_.tile(dst.buffer, dst.row, len, dst.col, cols_), mask, sl,
+                                  sr, 0});
+      return;
+    }
     const auto [dl, dr] = halves(dst, len);
     for (const auto& [to, first, second] : {std::tuple{dl, sl, sr}, std::tuple{dr, sr, sl}}) {
       isa::VpuElementwise e;
@@ -926,7 +946,7 @@ class Streamer {
   // `slot` tells apart buffers of one dtype (the f32 copies of both halves).
   std::uint32_t pairs_buffer(isa::DType d, int slot = 0) {
     auto [it, added] = pairs_.try_emplace({d, slot}, isa::TileRef::kNone);
-    if (added) it->second = c_.vmem("sort.pairs", d, q_, std::max<std::int64_t>(1, cols_ / 2));
+    if (added) it->second = c_.vmem("sort.pairs", d, q_, lane_pairs() ? cols_ : std::max<std::int64_t>(1, cols_ / 2));
     return it->second;
   }
   // The staging tile of output k for the current chunk, when the kernel
@@ -1215,6 +1235,7 @@ class Streamer {
   const StreamKernel& k_;
   std::vector<Array> inputs_, outputs_;  // the kernel's arrays, through narrower views when folded
   std::int64_t space_elems_ = 0, rows_ = 1, cols_ = 1, q_ = 1, chunks_ = 1;
+  std::int64_t rotations_ = 0;  // sort: rotated copies made (two buffers in turn)
   std::vector<ArrayStream> ins_, outs_;
   std::map<std::tuple<isa::DType, std::int64_t, std::int64_t>, std::vector<std::uint32_t>> pool_, unwritten_pool_;
   std::set<std::uint32_t> written_;  // temporaries some op has written

@@ -170,5 +170,34 @@ ENTRY e {
   }
 }
 
+// Rows shorter than two vreg rows' worth of lanes (n = 3, or 100: half a
+// row is no whole number of lanes) cannot be cut into tile halves: each
+// element meets its partner by a lane rotation of the whole tile (XLU), and
+// one select over the whole tile per operand does the exchange. n = 100
+// pads to 128 = 2^7: 28 stages; n = 3 pads to 4: 3 stages. Per stage: the
+// keys' rotation for the compare, then per operand (keys, values) a
+// rotation and a select.
+TEST(Sort, PairsWithinAVregRowMeetByLaneRotation) {
+  for (const auto& [n, stages] : {std::pair{3, 3}, std::pair{100, 28}}) {
+    const ChipConfig c = tpusim::testing::preset("v5e");
+    auto m = hlo::parse_hlo_module(sort_module(16, n), "sort.hlo");
+    ASSERT_TRUE(m.ok()) << format_all(m.errors());
+    auto l = lower_module(**m, c);
+    ASSERT_TRUE(l.ok()) << format_all(l.errors());
+    const auto rep = isa::verify(l->program, c);
+    EXPECT_TRUE(rep.ok()) << n << ": " << format_all(rep.diagnostics()).substr(0, 1000);
+    const auto count = [&](auto pred) { return std::count_if(l->program.code.begin(), l->program.code.end(), pred); };
+    EXPECT_EQ(count([](const isa::Instruction& i) { return std::holds_alternative<isa::XluPermute>(i.op); }),
+              3 * stages)
+        << n;
+    EXPECT_EQ(count([](const isa::Instruction& i) {
+                const auto* e = std::get_if<isa::VpuElementwise>(&i.op);
+                return e != nullptr && e->op == isa::VpuOp::kSelect;
+              }),
+              2 * stages)
+        << n;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::lower
