@@ -1,9 +1,12 @@
 #include "isa/lower/fusion.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "isa/hlo/cost_analysis.h"
+#include "isa/hlo/while_loop.h"
 
 namespace tpusim::lower {
 namespace {
@@ -130,14 +133,107 @@ FusionPlan plan_fusion(const hlo::Module& module, const hlo::Computation& comput
   return plan;
 }
 
+namespace {
+
+// A group's cost at its boundary: its members' FLOPs, its external inputs
+// read and its root written (a fusion in HloCostAnalysis); at the hero's
+// MXU rate when it has one.
+hlo::OpCost group_cost(const FusionGroup& g, const std::unordered_map<const Instruction*, hlo::OpCost>& cost) {
+  hlo::OpCost c;
+  for (const Instruction* y : g.members) {
+    auto it = cost.find(y);
+    if (it == cost.end()) continue;
+    c.flops += it->second.flops;
+    c.transcendentals += it->second.transcendentals;
+  }
+  for (const Instruction* in : g.inputs) {
+    if (in->has_shape()) c.bytes_read += static_cast<double>(in->shape().byte_size());
+  }
+  c.bytes_written = static_cast<double>(g.root->shape().byte_size());
+  if (g.hero != nullptr) {
+    if (auto it = cost.find(g.hero); it != cost.end()) c.matmul_type = it->second.matmul_type;
+  }
+  return c;
+}
+
+// A computation's cost as the lowering runs it (the fusion plan's groups at
+// their boundary; a while inside it: its body so costed, times its trip
+// count, plus the condition).
+hlo::OpCost lowered_cost(const hlo::Module& module, const hlo::Computation& comp, int depth);
+
+// A while's cost with its body as lowered (nullopt: not a while, or too deep).
+std::optional<hlo::OpCost> lowered_while_cost(const hlo::Module& module, const Instruction& x, int depth) {
+  const hlo::Computation* body = x.called(hlo::AttrId::kBody);
+  const hlo::Computation* cond = x.called(hlo::AttrId::kCondition);
+  if (x.opcode() != Opcode::kWhile || body == nullptr || depth > 16) return std::nullopt;
+  const auto trip = hlo::while_trip_count(x);
+  const double n = trip ? static_cast<double>(trip->count) : 1;
+  hlo::OpCost c;
+  const hlo::OpCost b = lowered_cost(module, *body, depth + 1);
+  const hlo::OpCost k = cond != nullptr ? hlo::computation_cost(*cond) : hlo::OpCost{};
+  for (const auto& [part, times] : {std::pair{b, n}, std::pair{k, trip ? n + 1 : 1.0}}) {
+    c.flops += times * part.flops;
+    c.transcendentals += times * part.transcendentals;
+    c.bytes_read += times * part.bytes_read;
+    c.bytes_written += times * part.bytes_written;
+    c.collective_bytes += times * part.collective_bytes;
+    c.matmul_type = part.matmul_type != hlo::ElementType::kTuple ? part.matmul_type : c.matmul_type;
+  }
+  return c;
+}
+
+hlo::OpCost lowered_cost(const hlo::Module& module, const hlo::Computation& comp, int depth) {
+  hlo::CostAnalysis analysis;
+  const std::vector<hlo::OpCost> costs = analysis.costs(comp);
+  std::unordered_map<const Instruction*, hlo::OpCost> cost;
+  for (std::size_t i = 0; i < comp.instructions().size() && i < costs.size(); ++i) {
+    cost.emplace(comp.instructions()[i], costs[i]);
+  }
+  const FusionPlan plan = plan_fusion(module, comp);
+  hlo::OpCost total;
+  for (const Instruction* x : comp.instructions()) {
+    if (plan.fused_into.contains(x)) continue;
+    if (auto g = plan.group_of_root.find(x); g != plan.group_of_root.end()) {
+      total += group_cost(plan.groups[g->second], cost);
+    } else if (auto w = lowered_while_cost(module, *x, depth)) {
+      total += *w;
+    } else {
+      total += cost[x];
+    }
+  }
+  return total;
+}
+
+void set_times(hlo::RooflineRow& row, const hlo::RooflineRates& rates) {
+  const double peak =
+      row.cost.matmul_type != hlo::ElementType::kTuple ? rates.matmul_rate(row.cost.matmul_type) : rates.vector_rate();
+  const double work = row.cost.flops + row.cost.transcendentals;
+  row.intensity = row.cost.bytes_accessed() > 0 ? work / row.cost.bytes_accessed() : 0;
+  row.compute_time_s = peak > 0 ? work / peak : 0;
+  row.memory_time_s = rates.hbm_bytes_per_second > 0 ? row.cost.bytes_accessed() / rates.hbm_bytes_per_second : 0;
+  row.communication_time_s =
+      rates.ici_bytes_per_second > 0 ? row.cost.collective_bytes / rates.ici_bytes_per_second : 0;
+  row.bound_time_s = std::max({row.compute_time_s, row.memory_time_s, row.communication_time_s});
+  row.bound = row.bound_time_s == 0                                                              ? hlo::Bound::kNone
+              : row.compute_time_s >= row.memory_time_s && row.compute_time_s >= row.communication_time_s
+                  ? hlo::Bound::kCompute
+              : row.memory_time_s >= row.communication_time_s ? hlo::Bound::kMemory
+                                                              : hlo::Bound::kCommunication;
+}
+
+}  // namespace
+
 hlo::RooflineReport roofline_as_lowered(const hlo::Module& module, const hlo::RooflineRates& rates) {
   hlo::RooflineReport r = hlo::roofline(module, rates);
   const hlo::Computation* entry = module.entry();
   if (entry == nullptr || module_is_fused(module)) return r;
   const FusionPlan plan = plan_fusion(module, *entry);
-  if (plan.groups.empty()) return r;
   std::unordered_map<std::string, const hlo::RooflineRow*> by_name;
   for (const auto& row : r.ops) by_name.emplace(row.name, &row);
+  std::unordered_map<const Instruction*, hlo::OpCost> cost;
+  for (const Instruction* x : entry->instructions()) {
+    if (auto it = by_name.find(std::string(x->name())); it != by_name.end()) cost.emplace(x, it->second->cost);
+  }
   std::set<std::string> dropped;
   std::unordered_map<std::string, hlo::RooflineRow> replaced;
   for (const FusionGroup& g : plan.groups) {
@@ -145,38 +241,25 @@ hlo::RooflineReport roofline_as_lowered(const hlo::Module& module, const hlo::Ro
     row.name = std::string(g.root->name());
     row.opcode = "fusion";
     row.category = "fusion";
-    for (const Instruction* y : g.members) {
-      dropped.insert(std::string(y->name()));
-      auto it = by_name.find(std::string(y->name()));
-      if (it == by_name.end()) continue;
-      row.cost.flops += it->second->cost.flops;
-      row.cost.transcendentals += it->second->cost.transcendentals;
-    }
-    for (const Instruction* in : g.inputs) {
-      if (in->has_shape()) row.cost.bytes_read += static_cast<double>(in->shape().byte_size());
-    }
-    row.cost.bytes_written = static_cast<double>(g.root->shape().byte_size());
-    row.intensity = row.cost.bytes_accessed() > 0 ? (row.cost.flops + row.cost.transcendentals) / row.cost.bytes_accessed() : 0;
-    // A group with a dot hero runs at the MXU rate (its epilogue overlaps),
-    // as hlo::roofline costs an output fusion.
-    double peak = rates.vector_rate();
-    if (g.hero != nullptr) {
-      auto it = by_name.find(std::string(g.hero->name()));
-      if (it != by_name.end() && it->second->cost.matmul_type != hlo::ElementType::kTuple) {
-        row.cost.matmul_type = it->second->cost.matmul_type;
-        peak = rates.matmul_rate(row.cost.matmul_type);
-      }
-    }
-    row.compute_time_s = peak > 0 ? (row.cost.flops + row.cost.transcendentals) / peak : 0;
-    row.memory_time_s = rates.hbm_bytes_per_second > 0 ? row.cost.bytes_accessed() / rates.hbm_bytes_per_second : 0;
-    row.bound_time_s = std::max(row.compute_time_s, row.memory_time_s);
-    row.bound = row.bound_time_s == 0                         ? hlo::Bound::kNone
-                : row.compute_time_s >= row.memory_time_s ? hlo::Bound::kCompute
-                                                              : hlo::Bound::kMemory;
+    for (const Instruction* y : g.members) dropped.insert(std::string(y->name()));
+    row.cost = group_cost(g, cost);
+    set_times(row, rates);
     replaced.emplace(row.name, std::move(row));
+  }
+  // Loops: their bodies as lowered, times the trip count.
+  for (const Instruction* x : entry->instructions()) {
+    auto it = by_name.find(std::string(x->name()));
+    if (it == by_name.end()) continue;
+    if (auto w = lowered_while_cost(module, *x, 0)) {
+      hlo::RooflineRow row = *it->second;
+      row.cost = *w;
+      set_times(row, rates);
+      replaced.insert_or_assign(row.name, std::move(row));
+    }
   }
   hlo::RooflineReport out;
   out.module_name = r.module_name;
+  out.unknown_trip_loops = r.unknown_trip_loops;
   for (const Instruction* x : entry->instructions()) {
     const std::string name(x->name());
     if (auto it = replaced.find(name); it != replaced.end()) {

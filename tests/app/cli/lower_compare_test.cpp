@@ -112,11 +112,13 @@ TEST(CliRunHlo, OpsRollUpToEntryInstructionsWithTheirRooflineBound) {
       EXPECT_GE(op["time_s"].get<double>(), 10 * 524288.0 / 819e9);
     }
   }
-  // The module bound is what `tpusim analyze` says for the same module.
+  // The module bound is what `tpusim analyze` says for the same module, as
+  // lowered: the loop body's scalar counter add fuses its constant (4 bytes
+  // fewer a trip; the tanh is a group of one), nothing else changes.
   const auto a = tpusim({"analyze", hlo, "--chip", "v5e", "--format", "json"});
   ASSERT_EQ(a.code, kOk) << a.err;
   const auto aj = nlohmann::json::parse(a.out);
-  EXPECT_DOUBLE_EQ(j["bound_time_s"].get<double>(), aj["total"]["bound_time_s"].get<double>());
+  EXPECT_NEAR(j["bound_time_s"].get<double>(), aj["total"]["bound_time_s"].get<double>() - 10 * 4 / 819e9, 1e-15);
   EXPECT_GE(j["step_time_s"].get<double>(), j["bound_time_s"].get<double>());
 }
 
