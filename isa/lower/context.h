@@ -4,6 +4,7 @@
 // programs (dot.cpp) share.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -86,6 +87,9 @@ class Ctx {
   // that), so every section starts its VMEM arena at 0.
   void begin_section();
   [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
+  // The buffers allocated since vmem_used() was `mark` are dead (their
+  // piece of the section waited for all its DMAs): later ones reuse the room.
+  void vmem_rewind(std::int64_t mark) { vmem_next_ = std::min(vmem_next_, mark); }
   // Megacore: this core's contiguous share [first, last) of `items` units of
   // work (all of them when cores = 1).
   [[nodiscard]] std::pair<std::int64_t, std::int64_t> core_share(std::int64_t items) const;

@@ -338,6 +338,9 @@ class DotLowering {
     const std::int64_t r = fm / best.a, c = best.b == nn ? 1 : fn / best.b;
     const std::int64_t rows = best.a * bm, cols = best.b == nn ? d_.n : best.b * bn;
     const std::int64_t main_rows = r * rows, main_cols = c * cols;
+    // The chunk and each strip wait for all their DMAs at their end: each
+    // reuses the VMEM the one before it had.
+    const std::int64_t mark = c_.vmem_used();
     {
       const DotSpec chunk = sub_spec(0, rows, 0, cols, false);
       DotLowering one(c_, chunk);
@@ -353,11 +356,12 @@ class DotLowering {
       }
     }
     // The strips: this dot's blocks, chunked again when large.
-    if (main_cols < d_.n) run_strip(sub_spec(0, main_rows, main_cols, d_.n - main_cols, true));
-    if (main_rows < d_.m) run_strip(sub_spec(main_rows, d_.m - main_rows, 0, d_.n, true));
+    if (main_cols < d_.n) run_strip(sub_spec(0, main_rows, main_cols, d_.n - main_cols, true), mark);
+    if (main_rows < d_.m) run_strip(sub_spec(main_rows, d_.m - main_rows, 0, d_.n, true), mark);
     return true;
   }
-  void run_strip(const DotSpec& spec) {
+  void run_strip(const DotSpec& spec, std::int64_t vmem_mark) {
+    c_.vmem_rewind(vmem_mark);
     DotLowering strip(c_, spec);
     strip.split_ = split_;
     strip.t_ = t_;

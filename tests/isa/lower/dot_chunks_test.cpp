@@ -11,6 +11,7 @@
 #include "common/isolated.h"
 #include "isa/hlo/parser.h"
 #include "isa/lower/lower.h"
+#include "isa/verifier.h"
 #include "sim/simulate.h"
 #include "tests/isa/lower/preset.h"
 
@@ -30,6 +31,7 @@ struct DotRun {
   double seconds = 0;
   std::size_t instructions = 0;
   std::string tiling;  // the report's tilings, ';' between
+  std::int64_t vmem_end = 0;  // the end of the highest VMEM buffer (offset + bytes)
 };
 
 // From a run's tilings: MXU steps (blocks x k steps, times the chunk
@@ -69,13 +71,20 @@ DotRun lower_and_run(const std::string& text, std::int64_t limit) {
         auto l = lower_module(**m, c, o);
         if (!l.ok()) return "error " + format_all(l.errors());
         const std::size_t n = l->program.code.size();
+        const auto verified = isa::verify(l->program, c);
+        if (!verified.ok()) return "error verify " + format_all(verified.diagnostics()).substr(0, 500);
         std::string tiling;
         for (const auto& t : l->report.tilings) tiling += (tiling.empty() ? "" : ";") + t;
         auto r = simulate(c, l->program);
         if (!r.ok() || !r->finished) return "error simulate";
         std::ostringstream os;
         os.precision(17);
-        os << r->seconds << " " << n << " " << tiling;
+        std::int64_t end = 0;
+        for (const auto& b : l->program.buffers) {
+          if (b.space != isa::MemSpace::kVmem) continue;
+          end = std::max(end, b.offset + isa::dtype_bytes(b.dtype, b.shape[0] * b.shape[1]));
+        }
+        os << r->seconds << " " << n << " " << end << " " << tiling;
         return os.str();
       },
       error);
@@ -83,7 +92,7 @@ DotRun lower_and_run(const std::string& text, std::int64_t limit) {
   DotRun run;
   if (out && !out->starts_with("error")) {
     std::istringstream is(*out);
-    is >> run.seconds >> run.instructions;
+    is >> run.seconds >> run.instructions >> run.vmem_end;
     std::getline(is, run.tiling);
   }
   return run;
@@ -160,6 +169,8 @@ TEST(DotChunks, StripsAndTransposedOperandsTakeTheUnrolledTime) {
     // most 1.5 x 16 steps of program.
     EXPECT_EQ(cs.steps, fs.steps) << chunked.tiling;
     EXPECT_LT(chunked.instructions * 3, full.instructions) << chunked.tiling;
+    // The chunk and the strips run one after another in the same VMEM.
+    EXPECT_LE(chunked.vmem_end, full.vmem_end) << chunked.tiling;
     // Each restart fills and drains a pipeline: at most one step's operand
     // tiles in, its matmuls, and one output block out through HBM (bf16, 2
     // bytes an element), plus an HBM latency each way.
@@ -204,6 +215,8 @@ ENTRY e {
           auto l = lower_module(**m, c, o);
           if (!l.ok()) return "error";
           const std::size_t n = l->program.code.size();
+        const auto verified = isa::verify(l->program, c);
+        if (!verified.ok()) return "error verify " + format_all(verified.diagnostics()).substr(0, 500);
           auto r = simulate(c, l->program);
           if (!r.ok() || !r->finished) return "error";
           std::ostringstream os;
