@@ -73,6 +73,7 @@ std::vector<ProvenanceRow> merge_provenance(const std::vector<const TensorCore*>
       ProvenanceStats& m = rows[it->second].stats;
       if (c == 0) m.attributed_s = s.attributed_s;
       m.busy_s += s.busy_s;
+      for (std::size_t r = 0; r < kResources; ++r) m.busy_by[r] += s.busy_by[r];
       m.flops += s.flops;
       m.transcendentals += s.transcendentals;
       m.hbm_bytes += s.hbm_bytes;

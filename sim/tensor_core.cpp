@@ -467,7 +467,7 @@ CoTask TensorCore::run_unit(Unit& u) {
       u.waiting = {};
       if (section >= 0) reuse_snapshot(reuse_before_);
       const double rel = std::max(p.completion - t, cycle_s_);
-      e = Exec{0, rel, rel, rel};
+      e = Exec{0, rel, rel, rel, Resource::kIci};
     } else {
       e = execute(u, inst, dyn(id));
     }
@@ -480,6 +480,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     ProvenanceStats& ps = prov_[inst.provenance];
     ps.instructions += 1;
     ps.busy_s += busy;
+    ps.busy_by[static_cast<std::size_t>(e.resource)] += busy;
     *u.counters.busy_cycles += busy / cycle_s_;
     *u.counters.instructions += 1;
     if (u.kind == isa::Unit::kIci) {
@@ -555,11 +556,20 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     occupy = std::max(occupy, done);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
   }
+  // What the busy time goes to: the unit's own work, HBM for a DMA with an
+  // HBM side, VMEM when its bandwidth held the instruction up.
+  Resource resource = u.kind == isa::Unit::kVpu ? c.timing.limit
+                      : u.kind == isa::Unit::kEup ? Resource::kEup
+                      : u.kind == isa::Unit::kXlu ? Resource::kXlu
+                      : u.kind == isa::Unit::kIci ? Resource::kIci
+                      : c.hbm_tile               ? Resource::kHbm
+                                                 : Resource::kVmem;
   if (c.vmem_bytes > 0) {
     const double service = static_cast<double>(c.vmem_bytes) / chip_.core.vmem.bytes_per_cycle * cycle_s_;
     const double end = vmem_.reserve(t, service) - t;
     *vmem_stats_.bytes += static_cast<double>(c.vmem_bytes);
     *vmem_stats_.busy_cycles += service / cycle_s_;
+    if (end > done && !c.hbm_tile) resource = Resource::kVmem;
     done = std::max(done, end);
     occupy = std::max(occupy, std::min(end, done));
   }
@@ -567,7 +577,7 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   if (u.bytes != nullptr) *u.bytes += static_cast<double>(c.hbm_tile ? c.hbm_tile->useful_bytes() : c.vmem_bytes / 2);
   ps.flops += c.flops;
   ps.transcendentals += c.transcendentals;
-  return Exec{0, occupy, occupy, done};
+  return Exec{0, occupy, occupy, done, resource};
 }
 
 TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d) {
@@ -582,12 +592,15 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
     *vmem_stats_.busy_cycles += service / cycle_s_;
     return vmem_.reserve(t, service);
   };
-  auto relative = [t](const MxuStep& s) { return Exec{s.begin - t, s.busy_end - t, s.free - t, s.done - t}; };
+  auto relative = [t](const MxuStep& s, Resource r = Resource::kMxuCompute) {
+    return Exec{s.begin - t, s.busy_end - t, s.free - t, s.done - t, r};
+  };
   if (const auto* lw = std::get_if<isa::MxuLoadWeights>(&inst.op)) {
     // os arrays hold outputs, not weights: nothing shifts in (SCALE-Sim's zero prefix).
     const double load = (mxu.dataflow == Dataflow::kOs ? 0.0 : static_cast<double>(mxu_weight_load_cycles(mxu))) * cycle_s_;
     const double vmem_end = vmem(tile_bytes(program_, lw->src));
-    return relative(mxu_load_weights(u.mxu, bare, t, load, vmem_end, lw->src.rows, lw->src.cols));
+    return relative(mxu_load_weights(u.mxu, bare, t, load, vmem_end, lw->src.rows, lw->src.cols),
+                    Resource::kMxuWeights);
   }
   if (const auto* mm = std::get_if<isa::MxuMatmul>(&inst.op)) {
     if (!u.mxu.weights_loaded) {
@@ -774,6 +787,7 @@ void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) 
     ProvenanceStats& ps = prov_[body.prov[k]];
     ps.attributed_s += times * scale * (b.prov[k].attributed_s - a.prov[k].attributed_s);
     ps.busy_s += times * (b.prov[k].busy_s - a.prov[k].busy_s);
+    for (std::size_t r = 0; r < kResources; ++r) ps.busy_by[r] += times * (b.prov[k].busy_by[r] - a.prov[k].busy_by[r]);
     ps.flops += times * (b.prov[k].flops - a.prov[k].flops);
     ps.transcendentals += times * (b.prov[k].transcendentals - a.prov[k].transcendentals);
     ps.hbm_bytes += times * (b.prov[k].hbm_bytes - a.prov[k].hbm_bytes);
@@ -876,6 +890,7 @@ void TensorCore::apply_reuse() {
     ProvenanceStats& ps = prov_[id];
     ps.attributed_s += times * ps.attributed_s;
     ps.busy_s += times * ps.busy_s;
+    for (double& v : ps.busy_by) v += times * v;
     ps.flops += times * ps.flops;
     ps.transcendentals += times * ps.transcendentals;
     ps.hbm_bytes += times * ps.hbm_bytes;

@@ -121,6 +121,7 @@ class TensorCore : public sc_core::sc_module {
     double busy_end = 0;  // the unit's busy period ends (stats, trace)
     double free = 0;      // the unit may take its next instruction
     double done = 0;      // results are visible to consumers
+    Resource resource = Resource::kVpuAlu;  // what its busy time goes to (the op's limiter)
   };
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);

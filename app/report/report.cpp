@@ -62,6 +62,7 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
     OpRow& row = rows[it->second];
     row.stats.attributed_s += p.stats.attributed_s;
     row.stats.busy_s += p.stats.busy_s;
+    for (std::size_t k = 0; k < kResources; ++k) row.stats.busy_by[k] += p.stats.busy_by[k];
     row.stats.flops += p.stats.flops;
     row.stats.transcendentals += p.stats.transcendentals;
     row.stats.hbm_bytes += p.stats.hbm_bytes;
@@ -72,6 +73,45 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
   std::stable_sort(rows.begin(), rows.end(),
                    [](const OpRow& a, const OpRow& b) { return a.stats.attributed_s > b.stats.attributed_s; });
   return rows;
+}
+
+// The resource that set an op's time: of its instructions' busy time per
+// resource, the one most used over the op's time (per unit: the MXUs, XLUs
+// and VPUs of every core that ran; HBM by its bytes at the sustained
+// bandwidth). Below half use of every resource the op mostly waited
+// (dependencies, latency, a barrier or a collective of another chip).
+struct Limiter {
+  std::string name = "waiting";
+  double utilization = 0;
+  json use = json::object();  // every resource's use over the op's time
+  std::string busiest;         // the most used resource, also when below half
+};
+Limiter limiter_of(const ProvenanceStats& st, const ChipConfig& c, int cores) {
+  Limiter out;
+  const double t = st.attributed_s;
+  if (!(t > 0)) return out;
+  const auto n = static_cast<double>(std::max(1, cores));
+  const auto at = [&](Resource r) { return st.busy_by[static_cast<std::size_t>(r)]; };
+  const double mxus = static_cast<double>(std::max<std::int64_t>(1, c.core.mxu.count)) * n;
+  const double xlus = static_cast<double>(std::max<std::int64_t>(1, c.core.xlu.count)) * n;
+  const double hbm = c.hbm.bandwidth * c.hbm.efficiency;
+  const std::array<std::pair<Resource, double>, kResources> use{{
+      {Resource::kMxuCompute, at(Resource::kMxuCompute) / (mxus * t)},
+      {Resource::kMxuWeights, at(Resource::kMxuWeights) / (mxus * t)},
+      {Resource::kVpuAlu, at(Resource::kVpuAlu) / (n * t)},
+      {Resource::kVpuLoadStore, at(Resource::kVpuLoadStore) / (n * t)},
+      {Resource::kEup, at(Resource::kEup) / (n * t)},
+      {Resource::kXlu, at(Resource::kXlu) / (xlus * t)},
+      {Resource::kHbm, hbm > 0 ? st.hbm_bytes / (hbm * t) : 0.0},
+      {Resource::kVmem, at(Resource::kVmem) / (n * t)},
+      {Resource::kIci, at(Resource::kIci) / (n * t)},
+  }};
+  for (const auto& [r, u] : use) out.use[std::string(resource_name(r))] = u;
+  const auto best = std::max_element(use.begin(), use.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  out.utilization = best->second;
+  out.busiest = std::string(resource_name(best->first));
+  if (best->second >= 0.5) out.name = out.busiest;
+  return out;
 }
 
 }  // namespace
@@ -127,7 +167,12 @@ json report_json(const ReportInput& in) {
     for (const auto& p : r.provenance) {
       const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
       const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
+      const Limiter lim = limiter_of(p.stats, c, cores);
       ops.push_back({{"name", p.name},
+                     {"limiter", lim.name},
+                     {"limiter_utilization", lim.utilization},
+                     {"busiest_resource", lim.busiest},
+                     {"resource_utilization", lim.use},
                      {"time_s", p.stats.attributed_s},
                      {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
                      {"busy_s", p.stats.busy_s},
@@ -147,8 +192,13 @@ json report_json(const ReportInput& in) {
       const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
       // The roofline row is one op's; a reused op's time covers its copies.
       const double bound_s = b != nullptr ? b->bound_time_s * static_cast<double>(op.occurrences) : 0.0;
+      const Limiter lim = limiter_of(op.stats, c, cores);
       ops.push_back({{"name", op.name},
                      {"opcode", b != nullptr ? b->opcode : ""},
+                     {"limiter", lim.name},
+                     {"limiter_utilization", lim.utilization},
+                     {"busiest_resource", lim.busiest},
+                     {"resource_utilization", lim.use},
                      {"occurrences", op.occurrences},
                      {"time_s", s_op},
                      {"percent", t > 0 ? 100 * s_op / t : 0.0},
@@ -241,6 +291,17 @@ json report_json(const ReportInput& in) {
   return j;
 }
 
+namespace {
+// "MXU 92%", or "waiting (HBM 42%)" when no resource was used half the
+// op's time (its busiest one in brackets).
+std::string limiter_text(const json& op) {
+  const std::string name = op["limiter"].get<std::string>();
+  const double use = 100 * op["limiter_utilization"].get<double>();
+  if (name != "waiting") return fmt::format("{} {:.0f}%", name, use);
+  return use > 0 ? fmt::format("waiting ({} {:.0f}%)", op["busiest_resource"].get<std::string>(), use) : name;
+}
+}  // namespace
+
 std::string report_text(const ReportInput& in) {
   const json j = report_json(in);
   const ChipConfig& c = *in.chip;
@@ -300,29 +361,29 @@ std::string report_text(const ReportInput& in) {
                                            j["stalls"]["sequencer_core_barrier_cycles"].get<double>())
                              : std::string());
   if (in.roofline == nullptr) {
-    o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound\n";
+    o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound    limiter\n";
     for (const auto& op : j["ops"]) {
-      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}\n", op["name"].get<std::string>(),
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}    {}\n", op["name"].get<std::string>(),
                        op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
                        format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
-                       op["bound"].get<std::string>());
+                       op["bound"].get<std::string>(), limiter_text(op));
     }
   } else {
     o += fmt::format("roofline     {:.3f} us bound ({}); simulated {:.3f}x the bound\n",
                      j["bound_time_s"].get<double>() * 1e6, j["bound"].get<std::string>(),
                      j["time_over_bound"].get<double>());
     o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
-         "    bound us   x bound   bound\n";
+         "    bound us   x bound   bound    limiter\n";
     for (const auto& op : j["ops"]) {
       const auto occurrences = op["occurrences"].get<std::int64_t>();
       const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>() +
                                (occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
-      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}\n", name,
+      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}    {}\n", name,
                        op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
                        format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
                        format_si(op["hbm_bytes"].get<double>(), "B"),
                        100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
-                       op["time_over_bound"].get<double>(), op["bound"].get<std::string>());
+                       op["time_over_bound"].get<double>(), op["bound"].get<std::string>(), limiter_text(op));
     }
   }
   if (in.spmd != nullptr && !in.spmd->collectives.empty()) {

@@ -13,9 +13,12 @@
 // waited for. Plain C++, no SystemC.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "sim/timing/unit_timing.h"
 
 namespace tpusim {
 
@@ -23,6 +26,7 @@ namespace tpusim {
 struct ProvenanceStats {
   double attributed_s = 0;  // share of the core's timeline (in-order retirement; sums to total)
   double busy_s = 0;        // unit busy time of its instructions, summed over units
+  std::array<double, kResources> busy_by{};  // busy_s by the resource it went to
   double flops = 0;
   double transcendentals = 0;
   double hbm_bytes = 0;

@@ -40,6 +40,7 @@ TEST(VpuTiming, ElementwiseIsBoundByLoadsWhenOperandsComeFromVmem) {
   const auto t = vpu_elementwise_timing(test_vpu(), {128, isa::VpuOp::kAdd, 2, 1});
   EXPECT_EQ(t.issue, 256u);
   EXPECT_EQ(t.done, 257u);
+  EXPECT_EQ(t.limit, Resource::kVpuLoadStore);  // the report's limiter: loads, not the ALUs
 }
 
 TEST(VpuTiming, ElementwiseInRegistersIsAluBoundWithClassLatency) {
@@ -48,6 +49,7 @@ TEST(VpuTiming, ElementwiseInRegistersIsAluBoundWithClassLatency) {
   const auto fma = vpu_elementwise_timing(test_vpu(), {128, isa::VpuOp::kFma, 0, 0});
   EXPECT_EQ(fma.issue, 64u);
   EXPECT_EQ(fma.done, 67u);
+  EXPECT_EQ(fma.limit, Resource::kVpuAlu);
   // div over 10 vregs: issue 5, done 4 + 16 = 20.
   const auto div = vpu_elementwise_timing(test_vpu(), {10, isa::VpuOp::kDiv, 0, 0});
   EXPECT_EQ(div.issue, 5u);
