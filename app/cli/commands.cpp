@@ -191,8 +191,11 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   const nlohmann::json j = report_json(in);
   if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "ops.csv", report_csv(j), err)) return kUsageError;
   if (opt.format == Format::kJson) {
     out << j.dump(2) << "\n";
+  } else if (opt.format == Format::kCsv) {
+    out << report_csv(j);  // the per-op rows, also with -q (they are the result)
   } else if (opt.verbosity >= 0 || !result->finished) {
     out << report_text(in);
   }

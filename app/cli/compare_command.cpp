@@ -10,6 +10,7 @@
 
 #include "common/units.h"
 #include "app/cli/commands.h"
+#include "app/report/report.h"
 #include "app/cli/config_command.h"
 #include "app/hlo_run.h"
 
@@ -78,6 +79,8 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
                          {"share_of_difference", delta != 0 ? r.delta / delta : 0.0},
                          {"a_bound", r.x ? (*r.x)["bound"] : json(nullptr)},
                          {"b_bound", r.y ? (*r.y)["bound"] : json(nullptr)},
+                         {"a_limiter", r.x ? (*r.x)["limiter"] : json(nullptr)},
+                         {"b_limiter", r.y ? (*r.y)["limiter"] : json(nullptr)},
                          {"in", r.x && r.y ? "both" : r.x ? "a" : "b"}});
   }
   auto summary = [](const json& r) {
@@ -103,6 +106,11 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
   if (!write_output_file(opt, "compare.json", j.dump(2) + "\n", err)) return kUsageError;
   if (opt.format == Format::kJson) {
     out << j.dump(2) << "\n";
+    return kOk;
+  }
+  if (opt.format == Format::kCsv) {  // the op rows, largest change first
+    out << rows_csv(j["ops"], {"name", "in", "a_time_s", "b_time_s", "delta_s", "share_of_difference", "a_bound",
+                               "b_bound", "a_limiter", "b_limiter"});
     return kOk;
   }
   for (const char* k : {"a", "b"}) {

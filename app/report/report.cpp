@@ -397,4 +397,38 @@ std::string report_text(const ReportInput& in) {
   return o;
 }
 
+std::string rows_csv(const json& rows, const std::vector<std::string>& columns) {
+  const auto field = [](const json& v) -> std::string {
+    if (v.is_string()) {
+      const auto text = v.get<std::string>();
+      if (text.find_first_of(",\"\n") == std::string::npos) return text;
+      std::string q = "\"";
+      for (const char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      return q + "\"";
+    }
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+    if (v.is_number()) return fmt::format("{:.9g}", v.get<double>());
+    return "";  // null: not in that row
+  };
+  std::string out;
+  for (std::size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + columns[i];
+  out += "\n";
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (i) out += ",";
+      if (row.contains(columns[i])) out += field(row[columns[i]]);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string report_csv(const json& report) {
+  return rows_csv(report["ops"], {"name", "opcode", "occurrences", "time_s", "percent", "flops", "transcendentals",
+                                  "flop_utilization", "hbm_bytes", "hbm_bandwidth_utilization", "bound_time_s",
+                                  "time_over_bound", "bound", "limiter", "limiter_utilization", "instructions",
+                                  "approximated"});
+}
+
 }  // namespace tpusim

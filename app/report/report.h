@@ -4,6 +4,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "common/config.h"
 #include "isa/hlo/analysis.h"
@@ -40,8 +41,21 @@ std::string provenance_root(std::string_view provenance);
 // plus, with a roofline: "bound_time_s" (the module's roofline bound),
 // "time_over_bound" and per op "bound_time_s", "bound", "time_over_bound",
 // "flop_utilization", "hbm_bandwidth_utilization", "approximated", "occurrences"
-// (a reused op and its identical copies: time, FLOPs, bytes and bound cover all).
+// (a reused op and its identical copies: time, FLOPs, bound cover all); per
+// op always "limiter", "limiter_utilization", "busiest_resource" and
+// "resource_utilization" (each resource's use over the op's time).
 nlohmann::json report_json(const ReportInput& in);
 std::string report_text(const ReportInput& in);
+// The per-op rows as CSV (`run --format csv`), one header line, columns in
+// this order: name,opcode,occurrences,time_s,percent,flops,transcendentals,
+// flop_utilization,hbm_bytes,hbm_bandwidth_utilization,bound_time_s,
+// time_over_bound,bound,limiter,limiter_utilization,instructions,approximated
+// (a column the rows lack is empty: without a roofline, opcode and the
+// utilizations).
+std::string report_csv(const nlohmann::json& report);
+// JSON objects as CSV rows: a header of `columns`, then per row each
+// column's value (strings quoted when they hold a comma, quote or newline;
+// numbers to 9 significant digits; missing or null fields empty).
+std::string rows_csv(const nlohmann::json& rows, const std::vector<std::string>& columns);
 
 }  // namespace tpusim

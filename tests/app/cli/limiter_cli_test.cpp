@@ -1,9 +1,11 @@
 // The report names each op's limiter: the resource its instructions kept
-// busiest over the op's time (app/report/report.cpp, docs/report.md).
+// busiest over the op's time (app/report/report.cpp); `run` and `compare`
+// give their op rows as CSV too.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/csv.h"
 #include "tests/app/cli/cli_harness.h"
 
 namespace tpusim::cli {
@@ -64,6 +66,51 @@ ENTRY e {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("bound    limiter\n"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("\nc .* memory    HBM [0-9]+%\n"));
+}
+
+const char* kLayer = "/workloads/hlo/decode_step.hlo";
+
+// `run --format csv` prints the op rows (also with -q, they are the
+// result), columns as documented in app/report/report.h, one row per op of
+// the JSON report, their times summing to the step.
+TEST(CliReportCsv, RunPrintsTheOpRowsAsCsv) {
+  const std::string hlo = std::string(TPUSIM_SOURCE_DIR) + kLayer;
+  const auto csv = binary("run " + hlo + " --chip v5e --format csv -q");
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  const auto table = parse_csv(csv.out, "run.csv");
+  ASSERT_TRUE(table.ok()) << format_all(table.errors());
+  EXPECT_EQ(table->header,
+            (std::vector<std::string>{"name", "opcode", "occurrences", "time_s", "percent", "flops", "transcendentals",
+                                      "flop_utilization", "hbm_bytes", "hbm_bandwidth_utilization", "bound_time_s",
+                                      "time_over_bound", "bound", "limiter", "limiter_utilization", "instructions",
+                                      "approximated"}));
+  const auto js = binary("run " + hlo + " --chip v5e --format json -q");
+  ASSERT_EQ(js.code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  ASSERT_EQ(table->records.size(), j["ops"].size());
+  double sum = 0;
+  for (std::size_t i = 0; i < table->records.size(); ++i) {
+    EXPECT_EQ(table->text(table->records[i], "name"), j["ops"][i]["name"].get<std::string>());
+    EXPECT_EQ(table->text(table->records[i], "limiter"), j["ops"][i]["limiter"].get<std::string>());
+    sum += *table->number(table->records[i], "time_s");
+  }
+  EXPECT_NEAR(sum, j["step_time_s"].get<double>(), 1e-6 * j["step_time_s"].get<double>());
+}
+
+TEST(CliReportCsv, ComparePrintsItsRowsAsCsv) {
+  const std::string hlo = std::string(TPUSIM_SOURCE_DIR) + kLayer;
+  const auto r = binary("compare " + hlo + " " + hlo + " --chip v5e --format csv -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto table = parse_csv(r.out, "compare.csv");
+  ASSERT_TRUE(table.ok()) << format_all(table.errors());
+  EXPECT_EQ(table->header, (std::vector<std::string>{"name", "in", "a_time_s", "b_time_s", "delta_s",
+                                                     "share_of_difference", "a_bound", "b_bound", "a_limiter",
+                                                     "b_limiter"}));
+  ASSERT_FALSE(table->records.empty());
+  for (const auto& rec : table->records) {
+    EXPECT_EQ(table->text(rec, "in"), "both");  // one module against itself
+    EXPECT_EQ(*table->number(rec, "delta_s"), 0.0);
+  }
 }
 
 }  // namespace
