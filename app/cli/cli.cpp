@@ -170,14 +170,24 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_strict_option(*validate, opt);
   validate->callback([&] { action = [&] { return cmd_validate(opt, kind, input, tolerance, out, err); }; });
 
-  auto* compare = app.add_subcommand("compare", "Compare two HLO modules on the same chip");
+  auto* compare = app.add_subcommand(
+      "compare", "Compare two HLO modules on one chip, or one module on two chips (--chip A --chip B)");
   std::vector<std::string> pair;
-  compare->add_option("inputs", pair, "a.hlo b.hlo")->expected(2)->required();
-  add_common_options(*compare, opt);
+  std::vector<std::string> compare_chips;
+  compare->add_option("inputs", pair, "a.hlo [b.hlo]")->expected(1, 2)->required();
+  compare
+      ->add_option("--chip", compare_chips,
+                   "Chip preset (v4, v5e, v5p, v6e, v7) or a chip YAML file; give it twice to run side a on the "
+                   "first and side b on the second (default v5e)")
+      ->type_name("CHIP");
+  compare->add_option("--set", opt.overrides,
+                      "Override one config key on both sides, e.g. --set core.mxu.count=8 (repeatable)")
+      ->type_name("KEY=VALUE");
+  add_common_options(*compare, opt, false);
   add_loops_option(*compare, opt);
   add_strict_option(*compare, opt);
   add_reuse_option(*compare, opt);
-  compare->callback([&] { action = [&] { return cmd_compare(opt, pair[0], pair[1], out, err); }; });
+  compare->callback([&] { action = [&] { return cmd_compare(opt, pair, compare_chips, out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");
   scale->add_option("input", input, "model.hlo, or model.{chips}.hlo for one module per size")->required();

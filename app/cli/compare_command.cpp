@@ -28,15 +28,26 @@ double num(const json& j, const char* key) { return j.contains(key) ? j[key].get
 
 }  // namespace
 
-int cmd_compare(const CommonOptions& opt, const std::string& a, const std::string& b, std::ostream& out,
-                std::ostream& err) {
-  LoadedConfig cfg;
-  if (!load_chip(opt, cfg, err)) return kUsageError;
+int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_list,
+                const std::vector<std::string>& chip_list, std::ostream& out, std::ostream& err) {
+  if (input_list.empty() || input_list.size() > 2 || chip_list.size() > 2 ||
+      (input_list.size() == 1 && chip_list.size() != 2)) {
+    err << "tpusim compare: error: give two modules (a.hlo b.hlo, on one --chip), or one module and two chips "
+           "(--chip A --chip B)\n";
+    return kUsageError;
+  }
+  LoadedConfig cfgs[2];
+  for (int s = 0; s < 2; ++s) {
+    CommonOptions o = opt;
+    if (!chip_list.empty()) o.chip = chip_list[std::min<std::size_t>(static_cast<std::size_t>(s), chip_list.size() - 1)];
+    if (!load_chip(o, cfgs[s], err)) return kUsageError;
+  }
+  const std::string chip_names[2] = {cfgs[0].chip.name, cfgs[1].chip.name};
   Side side[2];
-  const std::string inputs[2] = {a, b};
+  const std::string inputs[2] = {input_list.front(), input_list.back()};
   int worst = kOk;
   for (int s = 0; s < 2; ++s) {
-    HloRunOutcome run = run_hlo_isolated(inputs[s], cfg.chip, opt.strict);
+    HloRunOutcome run = run_hlo_isolated(inputs[s], cfgs[s].chip, opt.strict);
     err << run.warnings;
     if (run.exit_code != 0) {
       err << run.error;
@@ -96,7 +107,8 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
                 {"hbm_bandwidth_utilization", r["hbm"]["bandwidth_utilization"]},
                 {"approximations", r["approximations"].size()}};
   };
-  json j{{"chip", cfg.chip.name},
+  json j{{"chip", chip_names[0] == chip_names[1] ? json(chip_names[0]) : json(nullptr)},
+         {"chips", {chip_names[0], chip_names[1]}},
          {"a", summary(side[0].report)},
          {"b", summary(side[1].report)},
          {"delta_s", delta},
@@ -117,7 +129,7 @@ int cmd_compare(const CommonOptions& opt, const std::string& a, const std::strin
     const json& s = j[k];
     out << fmt::format("{}: {} on {}: step {:.3f} us (roofline {:.3f} us), {} ops, {} FLOP, {} HBM, "
                        "MXU {:.1f}%, HBM {:.1f}%{}\n",
-                       k, s["program"].get<std::string>(), cfg.chip.name, s["step_time_s"].get<double>() * 1e6,
+                       k, s["program"].get<std::string>(), chip_names[k[0] == 'a' ? 0 : 1], s["step_time_s"].get<double>() * 1e6,
                        s["bound_time_s"].get<double>() * 1e6, s["ops"].get<std::size_t>(),
                        format_si(s["flops"].get<double>(), ""), format_si(s["hbm_bytes"].get<double>(), "B"),
                        100 * s["mxu_flop_utilization"].get<double>(),

@@ -6,11 +6,16 @@
 #include <iosfwd>
 #include <string>
 
+#include <string>
+#include <vector>
+
 #include "app/cli/cli.h"
 
 namespace tpusim::cli {
 
-int cmd_compare(const CommonOptions& opt, const std::string& a, const std::string& b, std::ostream& out,
-                std::ostream& err);
+// Side a and b: two modules on one chip, one module on two chips, or two
+// modules on two chips (inputs and chips: 1 or 2 each, not both 1).
+int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& inputs,
+                const std::vector<std::string>& chips, std::ostream& out, std::ostream& err);
 
 }  // namespace tpusim::cli

@@ -183,5 +183,31 @@ TEST(CliCompare, ComparingAModuleWithItselfIsZeroAndBadInputIsAnError) {
   EXPECT_THAT(e.err, HasSubstr("bad2.hlo:4:1"));
 }
 
+// One module on two chips: side a on the first --chip, side b on the
+// second; each side is that chip's `run`, the rows pair the same ops.
+TEST(CliCompare, OneModuleOnTwoChips) {
+  const std::string hlo = kSrc + "/workloads/hlo/decode_step.hlo";
+  const auto c = tpusim({"compare", hlo, "--chip", "v5e", "--chip", "v6e", "--format", "json"});
+  ASSERT_EQ(c.code, kOk) << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["chips"], (nlohmann::json{"v5e", "v6e"}));
+  const auto ra = binary("run " + hlo + " --chip v5e --format json -q");
+  const auto rb = binary("run " + hlo + " --chip v6e --format json -q");
+  ASSERT_EQ(ra.code, 0);
+  ASSERT_EQ(rb.code, 0);
+  EXPECT_DOUBLE_EQ(j["a"]["step_time_s"].get<double>(), nlohmann::json::parse(ra.out)["step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["b"]["step_time_s"].get<double>(), nlohmann::json::parse(rb.out)["step_time_s"].get<double>());
+  for (const auto& r : j["ops"]) EXPECT_EQ(r["in"], "both") << r["name"];
+  // Text names each side's chip.
+  const auto t = tpusim({"compare", hlo, "--chip", "v5e", "--chip", "v6e"});
+  ASSERT_EQ(t.code, kOk) << t.err;
+  EXPECT_THAT(t.out, HasSubstr("decode_step.hlo on v5e: step"));
+  EXPECT_THAT(t.out, HasSubstr("decode_step.hlo on v6e: step"));
+  // One module needs two chips.
+  const auto e = tpusim({"compare", hlo, "--chip", "v5e"});
+  EXPECT_EQ(e.code, kUsageError);
+  EXPECT_THAT(e.err, HasSubstr("one module and two chips"));
+}
+
 }  // namespace
 }  // namespace tpusim::cli
