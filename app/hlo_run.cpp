@@ -14,12 +14,14 @@ using nlohmann::json;
 json failure(int code, std::string text) { return json{{"error", std::move(text)}, {"code", code}}; }
 
 // Runs in the child: the report, or {"error", "code"}.
-std::string compile_and_simulate(const std::string& path, const ChipConfig& chip, bool strict) {
+std::string compile_and_simulate(const std::string& path, const ChipConfig& chip, bool strict,
+                                 const ChipConfig* lower_chip) {
   app::PipelineOptions o;
   // A multi-chip system runs through the SPMD runner (full or symmetric mode
   // by system.full_mode_max_chips).
   o.multi_chip = chip_count(chip.system) > 1;
   o.strict = strict;
+  o.lower_chip = lower_chip;
   app::StageError error;
   auto done = app::run_pipeline(path, chip, o, error);
   if (!done) return failure(error.code, error.text).dump();
@@ -39,10 +41,11 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
 
 }  // namespace
 
-HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict) {
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict,
+                               const ChipConfig* lower_chip) {
   HloRunOutcome o;
   std::string child_error;
-  const auto text = run_isolated([&] { return compile_and_simulate(path, chip, strict); }, child_error);
+  const auto text = run_isolated([&] { return compile_and_simulate(path, chip, strict, lower_chip); }, child_error);
   if (!text) {
     o.exit_code = 1;
     o.error = path + ": error: the simulation died: " + child_error + "\n";

@@ -23,6 +23,8 @@ struct HloRunOutcome {
 
 // Parses the first module of `path`, lowers it for `chip`, verifies and
 // simulates it in a forked child, and returns the report.
-HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict = false);
+// `lower_chip`: compile for that chip instead (app::compile_hlo).
+HloRunOutcome run_hlo_isolated(const std::string& path, const ChipConfig& chip, bool strict = false,
+                               const ChipConfig* lower_chip = nullptr);
 
 }  // namespace tpusim

@@ -25,7 +25,15 @@ std::string path_for_chips(std::string path, std::int64_t chips) {
 }
 
 std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
-                                    std::ostream* notes, bool strict) {
+                                    std::ostream* notes, bool strict, const ChipConfig* lower_chip) {
+  if (lower_chip != nullptr && tensorcores_per_device(*lower_chip) != tensorcores_per_device(chip)) {
+    error = {kUsageError,
+             fmt::format("{}: error: --lower-for {} compiles for {} TensorCore(s) per device, the simulated chip {} "
+                         "has {}\n",
+                         path, lower_chip->name, tensorcores_per_device(*lower_chip), chip.name,
+                         tensorcores_per_device(chip))};
+    return std::nullopt;
+  }
   auto parsed = hlo::parse_hlo_file(path, {.strict = strict});
   const std::string warnings = hlo::format_warnings(parsed.warnings());
   if (notes != nullptr) *notes << warnings;
@@ -55,7 +63,7 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
   lower::LowerOptions options;
   options.reuse_repeated_ops = chip.simulation.reuse;
-  auto lowered = lower::lower_for_chip(module, chip, options);
+  auto lowered = lower::lower_for_chip(module, lower_chip != nullptr ? *lower_chip : chip, options);
   if (!lowered.ok()) {
     error = {kFailure, format_all(lowered.errors())};
     return std::nullopt;
@@ -73,8 +81,8 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
 }
 
 std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
-                                      std::ostream* notes, bool strict) {
-  if (is_hlo_path(path)) return compile_hlo(path, chip, error, notes, strict);
+                                      std::ostream* notes, bool strict, const ChipConfig* lower_chip) {
+  if (is_hlo_path(path)) return compile_hlo(path, chip, error, notes, strict, lower_chip);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = {kUsageError, fmt::format("{}: error: cannot open file\n", path)};
@@ -95,7 +103,7 @@ std::optional<Compiled> compile_input(const std::string& path, const ChipConfig&
 
 std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfig& chip, const PipelineOptions& options,
                                         StageError& error) {
-  auto compiled = compile_input(path, chip, error, options.notes, options.strict);
+  auto compiled = compile_input(path, chip, error, options.notes, options.strict, options.lower_chip);
   if (!compiled) return std::nullopt;
   PipelineRun out;
   out.compiled = std::move(*compiled);

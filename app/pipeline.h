@@ -54,12 +54,17 @@ struct StageError {
 // Parses an HLO file (every module must be valid; `strict` applies XLA
 // verifier strictness, hlo::ParseOptions) and lowers its first module for
 // `chip`. The parser's warnings go to `notes`.
+// `lower_chip`: compile for that chip instead (`--lower-for`: the program
+// of a base chip simulated on a varied one, so a what-if moves only the
+// hardware); both must have as many TensorCores per device.
 std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& chip, StageError& error,
-                                    std::ostream* notes = nullptr, bool strict = false);
+                                    std::ostream* notes = nullptr, bool strict = false,
+                                    const ChipConfig* lower_chip = nullptr);
 // HLO by the file name (compile_hlo), else assembly. Parses (or assembles) and, for HLO, lowers for `chip`. With `notes`, the
 // lowering's approximations are listed there (the first ten).
 std::optional<Compiled> compile_input(const std::string& path, const ChipConfig& chip, StageError& error,
-                                      std::ostream* notes = nullptr, bool strict = false);
+                                      std::ostream* notes = nullptr, bool strict = false,
+                                      const ChipConfig* lower_chip = nullptr);
 
 struct PipelineOptions {
   // Simulate the system of chip.system (through the fabric); false: the chip alone.
@@ -67,6 +72,7 @@ struct PipelineOptions {
   SpmdOptions spmd;
   std::ostream* notes = nullptr;  // compile notes (see compile_input)
   bool strict = false;            // --strict: XLA verifier strictness for HLO
+  const ChipConfig* lower_chip = nullptr;  // --lower-for: compile for this chip (compile_hlo)
 };
 
 struct PipelineRun {

@@ -59,6 +59,14 @@ void add_reuse_option(CLI::App& app, CommonOptions& o) {
       "compiled once and its copies charged its simulated time; sets simulation.reuse)");
 }
 
+// --lower-for on the commands that compile and simulate HLO.
+void add_lower_for_option(CLI::App& app, CommonOptions& o) {
+  app.add_option("--lower-for", o.lower_for,
+                 "Compile for this chip (a preset or chip YAML, without --set) and simulate on the configured one: "
+                 "a what-if then moves only the hardware, not the compiler's tiling")
+      ->type_name("CHIP");
+}
+
 // --strict on every command that reads HLO (docs/hlo.md, "Lax and strict").
 void add_strict_option(CLI::App& app, CommonOptions& o) {
   app.add_flag("--strict", o.strict,
@@ -105,6 +113,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_loops_option(*run_cmd, opt);
   add_strict_option(*run_cmd, opt);
   add_reuse_option(*run_cmd, opt);
+  add_lower_for_option(*run_cmd, opt);
   run_cmd->callback([&] { action = [&] { return cmd_run(opt, input, run_opt, out, err); }; });
 
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
@@ -187,6 +196,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   add_loops_option(*compare, opt);
   add_strict_option(*compare, opt);
   add_reuse_option(*compare, opt);
+  add_lower_for_option(*compare, opt);
   compare->callback([&] { action = [&] { return cmd_compare(opt, pair, compare_chips, out, err); }; });
 
   auto* scale = app.add_subcommand("scale", "Scaling study of a sharded module over several system sizes");

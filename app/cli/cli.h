@@ -25,6 +25,7 @@ struct CommonOptions {
   Format format = Format::kText;
   int verbosity = 0;                   // -v raises, --quiet lowers
   bool strict = false;                 // --strict: HLO input checked as XLA's verifier does
+  std::string lower_for;               // --lower-for CHIP: compile for that chip ("" = the simulated one)
 };
 
 // Runs the CLI; returns the process exit code. Output goes to `out`, errors to `err`.

@@ -171,7 +171,10 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   }
   LoadedConfig cfg;
   if (!load_chip_with_system(opt, run, cfg, err)) return kUsageError;
+  std::optional<ChipConfig> lower_chip;
+  if (!load_lower_chip(opt, lower_chip, err)) return kUsageError;
   app::PipelineOptions po;
+  po.lower_chip = lower_chip ? &*lower_chip : nullptr;
   po.multi_chip = chip_count(cfg.chip.system) > 1 || mode.has_value() || !run.system.empty();
   po.spmd.mode = mode;
   po.spmd.sim.trace_path = run.trace_path;

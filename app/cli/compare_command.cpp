@@ -42,12 +42,14 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
     if (!chip_list.empty()) o.chip = chip_list[std::min<std::size_t>(static_cast<std::size_t>(s), chip_list.size() - 1)];
     if (!load_chip(o, cfgs[s], err)) return kUsageError;
   }
+  std::optional<ChipConfig> lower_chip;
+  if (!load_lower_chip(opt, lower_chip, err)) return kUsageError;
   const std::string chip_names[2] = {cfgs[0].chip.name, cfgs[1].chip.name};
   Side side[2];
   const std::string inputs[2] = {input_list.front(), input_list.back()};
   int worst = kOk;
   for (int s = 0; s < 2; ++s) {
-    HloRunOutcome run = run_hlo_isolated(inputs[s], cfgs[s].chip, opt.strict);
+    HloRunOutcome run = run_hlo_isolated(inputs[s], cfgs[s].chip, opt.strict, lower_chip ? &*lower_chip : nullptr);
     err << run.warnings;
     if (run.exit_code != 0) {
       err << run.error;

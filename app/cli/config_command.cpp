@@ -95,6 +95,18 @@ bool load_chip(const CommonOptions& opt, LoadedConfig& cfg, std::ostream& err) {
   return true;
 }
 
+bool load_lower_chip(const CommonOptions& opt, std::optional<ChipConfig>& chip, std::ostream& err) {
+  chip.reset();
+  if (opt.lower_for.empty()) return true;
+  auto r = load_config(opt.lower_for, {});
+  if (!r.ok()) {
+    err << "--lower-for: " << format_all(r.errors());
+    return false;
+  }
+  chip = std::move(r).value().chip;
+  return true;
+}
+
 bool write_output_file(const CommonOptions& opt, const std::string& name, const std::string& text,
                        std::ostream& err) {
   if (opt.out_dir.empty()) return true;

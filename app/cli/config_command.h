@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 
 #include "common/config_loader.h"
@@ -16,6 +17,8 @@ std::string config_reference_markdown();
 
 // Loads --chip/--set, printing diagnostics to `err` on failure.
 bool load_chip(const CommonOptions& opt, LoadedConfig& cfg, std::ostream& err);
+// Loads --lower-for (no --set: the base chip as named); empty when not given.
+bool load_lower_chip(const CommonOptions& opt, std::optional<ChipConfig>& chip, std::ostream& err);
 
 // Writes `text` to DIR/name if --out was given; reports failure on `err`.
 bool write_output_file(const CommonOptions& opt, const std::string& name, const std::string& text,

@@ -463,6 +463,10 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
         it.args.emplace_back("--set");
         it.args.push_back(o);
       }
+      if (!spec.lower_for.empty() && wl.mode == Mode::kRun) {
+        it.args.emplace_back("--lower-for");
+        it.args.push_back(spec.lower_for);
+      }
       for (const char* a : {"--format", "json", "-q"}) it.args.emplace_back(a);
       Record& r = it.record;
       r["sweep"] = spec.name;

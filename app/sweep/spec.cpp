@@ -30,7 +30,7 @@ namespace {
 
 constexpr std::string_view kTopKeys[] = {"name",    "base",        "workloads", "mode",     "grid",
                                          "zip",     "random",      "constraints", "metrics", "timeout",
-                                         "area_power"};
+                                         "area_power", "lower_for"};
 
 std::string suggest(std::string_view word, std::span<const std::string> candidates) {
   std::string best;
@@ -90,7 +90,7 @@ class SpecParser {
 
     std::vector<std::string> top(std::begin(kTopKeys), std::end(kTopKeys));
     std::set<std::string> seen;
-    std::optional<YAML::Node> base_node;
+    std::optional<YAML::Node> base_node, lower_for_node;
     for (auto it = root.begin(); it != root.end(); ++it) {
       const YAML::Node k = it->first;
       const YAML::Node v = it->second;
@@ -121,6 +121,8 @@ class SpecParser {
         parse_timeout(v);
       } else if (key == "area_power") {
         parse_area_power(v);
+      } else if (key == "lower_for") {
+        lower_for_node = v;
       } else {
         diag(k.Mark(), fmt::format("unknown key '{}'{}", key, suggest(key, top)));
       }
@@ -130,6 +132,7 @@ class SpecParser {
     } else {
       parse_base(*base_node);
     }
+    if (lower_for_node) parse_lower_for(*lower_for_node);
     parse_workloads(root.Mark());
     validate_values();
     if (!diags_.empty()) return diags_;
@@ -460,6 +463,28 @@ class SpecParser {
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (scalar(v[i], "metrics entry")) spec_.metrics.push_back(v[i].Scalar());
     }
+  }
+
+  // lower_for: base | a preset | a chip YAML: every point runs the program
+  // compiled for that chip (`run --lower-for`), so the sweep moves only the
+  // hardware.
+  void parse_lower_for(const YAML::Node& v) {
+    if (!scalar(v, "lower_for")) return;
+    const std::string b = v.Scalar();
+    if (b == "base") {
+      spec_.lower_for = spec_.base;
+      return;
+    }
+    const bool path = b.find('/') != std::string::npos || b.ends_with(".yaml") || b.ends_with(".yml");
+    const std::string chip = path ? resolve(b) : b;
+    auto cfg = load_config(chip);
+    if (!cfg) {
+      std::string why;
+      for (const auto& e : cfg.errors()) why += (why.empty() ? "" : "; ") + e.format();
+      diag(v.Mark(), fmt::format("lower_for '{}' does not load: {}", b, why));
+      return;
+    }
+    spec_.lower_for = chip;
   }
 
   void parse_timeout(const YAML::Node& v) {

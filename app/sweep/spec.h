@@ -60,6 +60,7 @@ struct SweepSpec {
   std::vector<Constraint> constraints;
   std::vector<std::string> metrics;  // report JSON paths; empty = defaults per mode
   double timeout_s = 600;            // per point; 0 = none
+  std::string lower_for;             // lower_for: compile every point for this chip ("" = each point's own)
   ProxyModel proxy;
 };
 

@@ -209,5 +209,26 @@ TEST(CliCompare, OneModuleOnTwoChips) {
   EXPECT_THAT(e.err, HasSubstr("one module and two chips"));
 }
 
+// --lower-for: the program compiled for the base chip, simulated on the
+// varied one. It is exactly the base chip's `lower` output run there.
+TEST(CliLowerFor, RunsTheBaseChipsProgramOnTheVariedChip) {
+  const std::string hlo = kSrc + "/workloads/hlo/decode_step.hlo";
+  const std::string tasm = ::testing::TempDir() + "decode_lower_for.tasm";
+  ASSERT_EQ(tpusim({"lower", hlo, "--chip", "v5e", "-o", tasm}).code, kOk);
+  const auto a = binary("run " + tasm + " --chip v5e --set 'hbm.bandwidth=1638 GB/s' --format json -q");
+  const auto b = binary("run " + hlo + " --chip v5e --set 'hbm.bandwidth=1638 GB/s' --lower-for v5e --format json -q");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(a.out)["step_time_s"].get<double>(),
+                   nlohmann::json::parse(b.out)["step_time_s"].get<double>());
+  // A megacore chip's two-core program cannot run on a one-core device.
+  const auto mc = tpusim({"run", hlo, "--chip", "v5e", "--lower-for", "v5p"});
+  EXPECT_EQ(mc.code, kUsageError);
+  EXPECT_THAT(mc.err, HasSubstr("--lower-for v5p compiles for 2 TensorCore(s) per device"));
+  const auto bad = tpusim({"run", hlo, "--lower-for", "v9"});
+  EXPECT_EQ(bad.code, kUsageError);
+  EXPECT_THAT(bad.err, HasSubstr("--lower-for"));
+}
+
 }  // namespace
 }  // namespace tpusim::cli

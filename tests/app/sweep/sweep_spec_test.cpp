@@ -36,6 +36,24 @@ TEST(SweepSpec, UnknownTopLevelKeyIsLocatedWithSuggestion) {
   EXPECT_THAT(r.errors()[0].message, HasSubstr("did you mean 'grid'"));
 }
 
+// lower_for: every point runs the program compiled for one chip (`run
+// --lower-for`): `base`, a preset, or a chip YAML; a chip that does not
+// load is an error at the value.
+TEST(SweepSpec, LowerForNamesTheChipEveryPointIsCompiledFor) {
+  auto base = spec("lower_for: base\ngrid:\n  hbm.bandwidth: [819 GB/s, 1638 GB/s]\n");
+  ASSERT_TRUE(base.ok()) << errors(base);
+  EXPECT_EQ(base->lower_for, "v5e");
+  auto preset = spec("lower_for: v6e\n");
+  ASSERT_TRUE(preset.ok()) << errors(preset);
+  EXPECT_EQ(preset->lower_for, "v6e");
+  EXPECT_EQ(spec("")->lower_for, "");
+  auto bad = spec("lower_for: v9\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors()[0].line, 3);
+  EXPECT_EQ(bad.errors()[0].column, 12);
+  EXPECT_THAT(bad.errors()[0].message, HasSubstr("lower_for 'v9' does not load"));
+}
+
 TEST(SweepSpec, UnknownConfigKeyInGridSuggestsTheParam) {
   auto r = spec("grid:\n  core.mxu.rowz: [128, 256]\n");
   ASSERT_FALSE(r.ok());
