@@ -121,7 +121,6 @@ struct XluConfig {
 
 struct VmemConfig {
   double capacity = 0;  // bytes
-  std::int64_t banks = 0;
   std::int64_t ports = 0;
   double bytes_per_cycle = 0;
 };

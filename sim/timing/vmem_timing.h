@@ -18,12 +18,4 @@ double vmem_port_bytes_per_cycle(const VmemConfig& vmem);
 // rounded up: ceil(bytes / (port_bytes_per_cycle · ports_used)).
 Cycles vmem_access_cycles(const VmemConfig& vmem, Bytes bytes, std::int64_t ports_used = 1);
 
-// Strided access of `rows` rows of `row_bytes`, row r at r·stride_bytes. The
-// banks interleave in words of bytes_per_cycle / banks bytes; rows whose
-// starts fall into the same bank in one cycle's group serialize. The result
-// is the port time multiplied by the bank-conflict degree: how many rows of
-// one group of `banks` consecutive rows map to the most-used bank.
-Cycles vmem_strided_access_cycles(const VmemConfig& vmem, std::int64_t rows, Bytes row_bytes,
-                                  Bytes stride_bytes, std::int64_t ports_used = 1);
-
 }  // namespace tpusim

@@ -27,7 +27,6 @@ ChipConfig test_chip() {
   c.core.vpu.vreg_loads_per_cycle = 1;
   c.core.vpu.vreg_stores_per_cycle = 1;
   c.core.vmem.capacity = 128.0 * 1024 * 1024;
-  c.core.vmem.banks = 32;
   c.core.vmem.ports = 4;
   c.core.vmem.bytes_per_cycle = 4096;
   c.core.smem.capacity = 1024 * 1024;

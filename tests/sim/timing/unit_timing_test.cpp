@@ -109,7 +109,6 @@ struct DmaFixture {
     hbm.access_granularity = 64;
     hbm.latency = 500e-9;  // 500 cycles at 1 GHz
     vmem.capacity = 1 << 20;
-    vmem.banks = 32;
     vmem.ports = 4;
     vmem.bytes_per_cycle = 4096;  // 1024 B per port per cycle
   }

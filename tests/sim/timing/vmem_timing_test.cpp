@@ -9,7 +9,6 @@ namespace {
 VmemConfig test_vmem() {
   VmemConfig v;
   v.capacity = 128 << 20;
-  v.banks = 32;           // 4096 B/cycle / 32 banks = 128 B words
   v.ports = 4;            // 1024 B per port per cycle
   v.bytes_per_cycle = 4096;
   return v;
@@ -23,17 +22,6 @@ TEST(VmemTiming, PortTimeScalesWithPortsUsed) {
   EXPECT_EQ(vmem_access_cycles(v, 1 << 20, 8), 256u);   // clamped to 4 ports
   EXPECT_EQ(vmem_access_cycles(v, 1025, 1), 2u);        // rounds up
   EXPECT_EQ(vmem_access_cycles(v, 0, 1), 0u);
-}
-
-TEST(VmemTiming, StrideOnOneBankSerializes) {
-  const VmemConfig v = test_vmem();
-  // 64 rows x 128 B = 8192 B -> 8 cycles on one port. Stride 4096 = 32 words:
-  // every row starts in bank 0, so a group of 32 rows conflicts 32-fold: 256.
-  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 4096, 1), 256u);
-  // Stride 4224 = 33 words: row r in bank r, no conflict: 8.
-  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 4224, 1), 8u);
-  // Dense rows never conflict.
-  EXPECT_EQ(vmem_strided_access_cycles(v, 64, 128, 128, 1), 8u);
 }
 
 }  // namespace

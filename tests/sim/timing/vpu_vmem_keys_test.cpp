@@ -1,4 +1,4 @@
-// core.vpu.alus_per_lane, core.vmem.ports and core.vmem.banks each move the
+// core.vpu.alus_per_lane and core.vmem.ports each move the
 // timing functions that read them, in the direction their descriptions say.
 #include <gtest/gtest.h>
 
@@ -42,26 +42,11 @@ TEST(VpuVmemKeys, VmemPortsSplitTheBandwidth) {
   // 65536 / (16384 / ports) cycles; through all ports, 4 cycles.
   VmemConfig m;
   m.bytes_per_cycle = 16384;
-  m.banks = 32;
   m.ports = 1;
   EXPECT_EQ(vmem_access_cycles(m, 65536, 1), 4u);
   m.ports = 4;
   EXPECT_EQ(vmem_access_cycles(m, 65536, 1), 16u);
   EXPECT_EQ(vmem_access_cycles(m, 65536, 4), 4u);
-}
-
-TEST(VpuVmemKeys, FewerBanksMoreConflictsOnStridedRows) {
-  // 8 rows of 64 B at a 2 KiB stride. 16384 B/cycle over 32 banks = 512 B
-  // words: row r starts in bank (r * 4) % 32, all distinct for 8 rows, so
-  // the access costs the dense ceil(512 / 16384) = 1 cycle. With 4 banks
-  // (4096 B words) row r is in bank (r / 2) % 4: two rows per bank, 2 cycles.
-  VmemConfig m;
-  m.bytes_per_cycle = 16384;
-  m.ports = 1;
-  m.banks = 32;
-  EXPECT_EQ(vmem_strided_access_cycles(m, 8, 64, 2048, 1), 1u);
-  m.banks = 4;
-  EXPECT_EQ(vmem_strided_access_cycles(m, 8, 64, 2048, 1), 2u);
 }
 
 }  // namespace
