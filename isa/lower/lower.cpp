@@ -16,6 +16,7 @@
 #include "isa/hlo/cost_analysis.h"
 #include "isa/hlo/structural_key.h"
 #include "isa/hlo/while_loop.h"
+#include "isa/lower/attention.h"
 #include "isa/lower/context.h"
 #include "isa/lower/dot_cost.h"
 #include "isa/lower/conv.h"
@@ -804,8 +805,42 @@ class Lowerer {
       return true;
     }
     if (lower_gemm_call(x)) return true;
+    if (lower_attention_call(x)) return true;
     stream_single(x, true);
     c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+    return true;
+  }
+
+  // Attention kernels (isa/hlo/custom_calls.h decodes them) as flash
+  // attention (attention.h). Backward: O and dO are the operands after V
+  // shaped like Q (Transformer Engine passes O, then dO); without them Q
+  // stands in. False when the call's operands or outputs are not there.
+  bool lower_attention_call(const Instruction& x) {
+    const auto call = hlo::attention_call(x);
+    if (!call || x.operand_count() < 3 || call->q_len <= 0 || call->kv_len <= 0) return false;
+    const std::size_t outputs = call->backward ? 3 : 1;
+    const hlo::Shape& shape = x.shape();
+    if (shape.is_tuple() ? shape.tuple_elements().size() < outputs : outputs > 1) return false;
+    section(x, false);
+    AttentionArrays arr;
+    arr.q = leaf0(x, 0);
+    arr.k = leaf0(x, 1);
+    arr.v = leaf0(x, 2);
+    Value out = c_.hbm_value(x.name(), x.shape());
+    vals_[&x] = out;
+    if (out.leaves.size() < outputs) return false;
+    arr.out_q = out.leaves[0];
+    if (call->backward) {
+      arr.out_k = out.leaves[1];
+      arr.out_v = out.leaves[2];
+      std::vector<Array> like_q;
+      for (std::size_t i = 3; i < x.operand_count(); ++i) {
+        if (x.operand(i)->has_shape() && x.operand(i)->shape() == x.operand(0)->shape()) like_q.push_back(leaf0(x, i));
+      }
+      arr.o = like_q.size() >= 2 ? like_q[like_q.size() - 2] : arr.q;
+      arr.d_o = like_q.empty() ? arr.q : like_q.back();
+    }
+    c_.note(x, NoteKind::kLowered, lower_attention(c_, *call, arr));
     return true;
   }
 

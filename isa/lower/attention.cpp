@@ -1,0 +1,475 @@
+#include "isa/lower/attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <vector>
+
+#include "common/units.h"
+#include "isa/lower/dot_cost.h"
+
+namespace tpusim::lower {
+namespace {
+
+using isa::DType;
+using isa::TileRef;
+using isa::VpuOp;
+
+class Attention {
+ public:
+  Attention(Ctx& c, const hlo::AttentionCall& a, const AttentionArrays& arr) : c_(c), a_(a), arr_(arr) {
+    const auto& mxu = c.chip.core.mxu;
+    nmxu_ = std::max<std::int64_t>(1, mxu.count);
+    R_ = std::max<std::int64_t>(1, mxu.rows);
+    C_ = std::max<std::int64_t>(1, mxu.cols);
+    dt_ = mxu_stream_dtype(mxu, arr.q.dtype);
+    dqk_ = std::max<std::int64_t>(1, a.qk_dim);
+    dv_ = std::max<std::int64_t>(1, a.v_dim);
+    // Megacore: the cores split the (batch, head) groups.
+    const auto [first, last] = c.core_share(std::max<std::int64_t>(1, a.batch) * std::max<std::int64_t>(1, a.heads));
+    groups_ = last - first;
+    b_ = choose_block();
+    rows_ = std::max<std::int64_t>(c.min_tile_rows(), b_ / 8);
+    nq_ = ceil_div(std::max<std::int64_t>(1, a.q_len), b_);
+    nkv_ = ceil_div(std::max<std::int64_t>(1, a.kv_len), b_);
+    // Operands read head-major, [B*heads*S, D] (the layout XLA's TPU layout
+    // assignment gives a kernel's operands, so a block is one contiguous
+    // run; the relayout from the dump's BSHD is not charged): the stand-in
+    // block of batch 0, head 0.
+    q_ = c_.view(arr.q, a.batch * a.q_len * a.heads, dqk_);
+    k_ = c_.view(arr.k, a.batch * a.kv_len * a.kv_heads, dqk_);
+    v_ = c_.view(arr.v, a.batch * a.kv_len * a.kv_heads, dv_);
+    ld_ = {c_.sem("attn.ld0"), c_.sem("attn.ld1")};
+    sq_ = {c_.sem("attn.sq0"), c_.sem("attn.sq1")};
+    ldk_ = {c_.sem("attn.k0"), c_.sem("attn.k1")};
+    ldv_ = {c_.sem("attn.v0"), c_.sem("attn.v1")};
+    st_ = c_.sem("attn.st");
+  }
+
+  std::string run() {
+    std::int64_t pairs = 0;
+    if (groups_ <= 0) return "flash attention: no (batch, head) group for this TensorCore";
+    if (a_.backward) {
+      pairs = backward();
+    } else {
+      pairs = forward();
+    }
+    const std::int64_t all = nq_ * nkv_;
+    return fmt::format("flash attention{}: blocks of {} rows, {} of {} block pairs per head{}{}",
+                       a_.backward ? " backward (S and P recomputed; dV, dP, dQ, dK: five products)" : "", b_,
+                       pairs, all, a_.causal ? fmt::format(" ({} above the diagonal skipped, causal)", all - pairs) : "",
+                       a_.assumed.empty() ? "" : "; " + a_.assumed);
+  }
+
+ private:
+  // The largest power-of-two block (rows of Q and of K/V at a time) up to
+  // 1024 whose VMEM fits the budget and that the sequences fill.
+  std::int64_t choose_block() const {
+    const std::int64_t lanes = c_.lanes();
+    const std::int64_t longest = std::max(a_.q_len, a_.kv_len);
+    for (const std::int64_t b : {1024, 512, 256, 128}) {
+      if (b > lanes && b > longest) continue;
+      if (footprint(b) <= c_.vmem_budget()) return b;
+    }
+    return std::min<std::int64_t>(128, std::max(lanes, longest));
+  }
+  std::int64_t footprint(std::int64_t b) const {
+    const auto fp = [&](DType d, std::int64_t r, std::int64_t cols) { return c_.vmem_footprint(d, r, cols); };
+    // Per slot (two, so one block's softmax overlaps the next one's
+    // products): the forward's S (f32) and P; the backward's S and dP (f32)
+    // and P, P^T, dS, dS^T.
+    const std::int64_t square = a_.backward ? 2 * fp(DType::kF32, b, b) + 4 * fp(dt_, b, b)
+                                            : fp(DType::kF32, b, b) + fp(dt_, b, b);
+    const std::int64_t rows = 8 * (fp(dt_, b, dqk_) + fp(dt_, b, dv_)) + 12 * fp(DType::kF32, b, std::max(dqk_, dv_)) +
+                              nmxu_ * fp(DType::kF32, b, C_) + 16 * fp(DType::kF32, b, 1);
+    return 2 * square + rows;
+  }
+
+  std::uint32_t buf(const std::string& name, DType d, std::int64_t rows, std::int64_t cols) {
+    return c_.vmem(name, d, rows, cols);
+  }
+  TileRef whole(std::uint32_t b) const { return c_.whole(b); }
+  // Block `blk` of the stand-in (batch 0, head 0) rows of a [B*heads*S, D] view.
+  TileRef block(const Array& view, std::int64_t blk, std::int64_t d) const {
+    const std::int64_t row = std::min(blk * b_, std::max<std::int64_t>(0, view.rows - b_));
+    return c_.tile(view.buffer, row, std::min(b_, view.rows), 0, d);
+  }
+
+  void vpu(VpuOp op, const TileRef& dst, const TileRef& a, const TileRef& b = {}, const TileRef& c = {},
+           double imm = 0) {
+    c_.emit(isa::VpuElementwise{op, dst, a, b, c, imm});
+  }
+  void zero(const TileRef& t) { vpu(VpuOp::kMul, t, t, {}, {}, 0.0); }
+
+  // out (M x N, f32) = lhs (M x K) . rhs (K x N): rhs is the weights, in
+  // R x C tiles; the N slices deal round robin over the MXUs, and a slice
+  // whose K slices ran on several MXUs sums their partial products.
+  void product(const TileRef& out, const TileRef& lhs, const TileRef& rhs) {
+    const std::int64_t M = lhs.rows, K = lhs.cols, N = rhs.cols;
+    const std::int64_t nks = ceil_div(K, R_), nns = ceil_div(N, C_);
+    for (std::int64_t ns = 0; ns < nns; ++ns) {
+      const std::int64_t nc = std::min(C_, N - ns * C_);
+      std::vector<std::int64_t> touched;
+      for (std::int64_t ks = 0; ks < nks; ++ks) {
+        const std::int64_t kr = std::min(R_, K - ks * R_);
+        const std::int64_t m = (ns * nks + ks) % nmxu_;
+        const bool first = std::find(touched.begin(), touched.end(), m) == touched.end();
+        if (first) touched.push_back(m);
+        c_.emit(isa::MxuLoadWeights{m, c_.tile(rhs.buffer, rhs.row + ks * R_, kr, rhs.col + ns * C_, nc)});
+        c_.emit(isa::MxuMatmul{m, c_.tile(lhs.buffer, lhs.row, M, lhs.col + ks * R_, kr), 0,
+                               first ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
+      }
+      const TileRef slice = c_.tile(out.buffer, out.row, M, out.col + ns * C_, nc);
+      c_.emit(isa::MxuPop{touched.front(), slice, 0});
+      for (std::size_t p = 1; p < touched.size(); ++p) {
+        const TileRef part = c_.tile(partial(p - 1, M), 0, M, 0, nc);
+        c_.emit(isa::MxuPop{touched[p], part, 0});
+        vpu(VpuOp::kAdd, slice, slice, part);
+      }
+    }
+  }
+  // dst (M x 1) = op over each row of src (M x N): the VPU folds the row's
+  // halves together (into `scratch`, M x N/2) down to one vreg of lanes,
+  // and the XLU reduces across those lanes, as a TPU kernel does (a lane
+  // reduce of every vreg would keep the XLU busy N/lanes times as long).
+  void row_reduce(isa::ReduceOp op, const TileRef& dst, const TileRef& src, const TileRef& scratch) {
+    const VpuOp fold = op == isa::ReduceOp::kMax ? VpuOp::kMax : op == isa::ReduceOp::kMin ? VpuOp::kMin : VpuOp::kAdd;
+    const std::int64_t lanes = c_.lanes();
+    TileRef cur = src;
+    std::int64_t cols = src.cols;
+    while (cols > lanes && cols % (2 * lanes) == 0) {
+      const std::int64_t h = cols / 2;
+      const TileRef out = c_.tile(scratch.buffer, scratch.row, src.rows, scratch.col, h);
+      vpu(fold, out, c_.tile(cur.buffer, cur.row, src.rows, cur.col, h), c_.tile(cur.buffer, cur.row, src.rows, cur.col + h, h));
+      cur = out;
+      cols = h;
+    }
+    c_.emit(isa::XluReduce{op, dst, c_.tile(cur.buffer, cur.row, src.rows, cur.col, cols)});
+  }
+
+  std::uint32_t partial(std::size_t i, std::int64_t rows) {
+    while (parts_.size() <= i) parts_.push_back(buf("attn.part", DType::kF32, b_, C_));
+    (void)rows;
+    return parts_[i];
+  }
+
+  // n blocks in two stages, software-pipelined: A(slot) (the block's
+  // operands loaded into the slot, its first product) is issued before
+  // B of the block before it, so the MXU computes block j+1's scores while
+  // the VPU/EUP/XLU work on block j's softmax. Slots alternate; a pair of
+  // blocks runs inside `repeat`, the first A and the last Bs outside.
+  // With `stores`, B(slot) writes one block back on sq_[slot] that the
+  // slot's next load reads again (dQ, read-modified-written): that load
+  // waits for it (slot 1's first wait takes a signal given up front).
+  void staged(std::int64_t n, const std::function<std::int64_t(int)>& load, const std::function<void(int)>& stage_a,
+              const std::function<void(int)>& stage_b, bool stores = false) {
+    if (n <= 0) return;
+    const auto fetch = [&](int slot) {
+      if (stores && slot == 1) c_.wait(sq_[1], 1);
+      const std::int64_t k = load(slot);
+      c_.wait(ld_[static_cast<std::size_t>(slot)], k);
+      stage_a(slot);
+    };
+    fetch(0);
+    if (stores) c_.emit(isa::SemSignal{sq_[1], 1});
+    const std::int64_t pairs = (n - 1) / 2;
+    if (pairs > 0) {
+      c_.emit(isa::Repeat{pairs});
+      fetch(1);
+      stage_b(0);
+      if (stores) c_.wait(sq_[0], 1);
+      fetch(0);
+      stage_b(1);
+      c_.emit(isa::End{});
+    }
+    if (n % 2 == 0) {
+      fetch(1);
+      stage_b(0);
+      stage_b(1);
+      if (stores) c_.wait(sq_[0], 1);
+    } else {
+      stage_b(0);
+      if (stores) c_.wait(sq_[0], 1);
+    }
+    if (stores) c_.wait(sq_[1], 1);
+  }
+
+  // The forward's KV blocks 0..n-1, software-pipelined with K and V loaded
+  // apart: block j's K (needed by A: the transpose and S = Q K^T) two blocks
+  // ahead, its V (needed by B: the softmax and P V) one block ahead. In
+  // program order, step j is: A(j+1), the loads of K(j+2) and V(j+1), then
+  // B(j); the steps run in pairs (the slots alternate) inside `repeat`.
+  void forward_blocks(std::int64_t n, const std::function<void(int)>& load_k, const std::function<void(int)>& load_v,
+                      const std::function<void(int)>& stage_a, const std::function<void(int)>& stage_b) {
+    if (n <= 0) return;
+    const auto step = [&](int slot, bool next_k) {  // slot = j % 2
+      const int other = 1 - slot;
+      c_.wait(ldk_[static_cast<std::size_t>(other)], 1);
+      stage_a(other);  // A(j+1)
+      if (next_k) load_k(slot);  // K(j+2)
+      load_v(other);  // V(j+1)
+      c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
+      stage_b(slot);  // B(j)
+    };
+    load_k(0);
+    load_v(0);
+    c_.wait(ldk_[0], 1);
+    stage_a(0);
+    if (n >= 2) load_k(1);
+    const std::int64_t steady = std::max<std::int64_t>(0, n - 2);  // steps that load K(j+2)
+    if (steady / 2 > 0) {
+      c_.emit(isa::Repeat{steady / 2});
+      step(0, true);
+      step(1, true);
+      c_.emit(isa::End{});
+    }
+    int slot = 0;
+    if (steady % 2 == 1) {
+      step(0, true);
+      slot = 1;
+    }
+    if (n >= 2) {
+      step(slot, false);  // j = n-2
+      slot = 1 - slot;
+    }
+    c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
+    stage_b(slot);  // j = n-1
+  }
+
+  // KV blocks query block i attends to.
+  std::int64_t kv_blocks_for(std::int64_t i) const { return a_.causal ? std::min(nkv_, i + 1) : nkv_; }
+
+  // Per head: per query block, the online softmax over its KV blocks.
+  std::int64_t forward() {
+    const std::int64_t b = b_;
+    const Array out = c_.view(arr_.out_q, a_.batch * a_.q_len * a_.heads, dv_);
+    // Two query buffers (the next block's Q loads during this one) and two
+    // output staging buffers (a block's write-back runs during the next).
+    const std::array<TileRef, 2> qs{whole(buf("attn.q", dt_, b, dqk_)), whole(buf("attn.q", dt_, b, dqk_))};
+    const std::array<TileRef, 2> kb{whole(buf("attn.k", dt_, b, dqk_)), whole(buf("attn.k", dt_, b, dqk_))};
+    const std::array<TileRef, 2> vb{whole(buf("attn.v", dt_, b, dv_)), whole(buf("attn.v", dt_, b, dv_))};
+    const auto pair = [&](const char* n, DType d, std::int64_t r, std::int64_t cols) {
+      return std::array<TileRef, 2>{whole(buf(n, d, r, cols)), whole(buf(n, d, r, cols))};
+    };
+    const auto kt = pair("attn.kT", dt_, dqk_, b);
+    const auto s = pair("attn.s", DType::kF32, b, b);
+    const auto p = pair("attn.p", dt_, b, b);
+    const auto pv = pair("attn.pv", DType::kF32, b, dv_);
+    const auto mn = pair("attn.mnew", DType::kF32, b, 1), mx = pair("attn.rowmax", DType::kF32, b, 1);
+    const auto ls = pair("attn.rowsum", DType::kF32, b, 1), t = pair("attn.t", DType::kF32, b, 1);
+    const auto al = pair("attn.alpha", DType::kF32, b, 1);
+    const auto half = pair("attn.half", DType::kF32, b, std::max<std::int64_t>(c_.lanes(), b / 2));
+    const TileRef o = whole(buf("attn.o", DType::kF32, b, dv_));
+    const std::array<TileRef, 2> obs{whole(buf("attn.out", out.dtype, b, dv_)), whole(buf("attn.out", out.dtype, b, dv_))};
+    const TileRef m = whole(buf("attn.m", DType::kF32, b, 1)), l = whole(buf("attn.l", DType::kF32, b, 1));
+    std::int64_t pairs = 0;
+    c_.emit(isa::Repeat{groups_});
+    for (std::int64_t i = 0; i < nq_; ++i) {
+      const auto qx = static_cast<std::size_t>(i % 2);
+      const TileRef q = qs[qx], ob = obs[qx];
+      if (i == 0) c_.dma(q, block(q_, i, dqk_), ld_[qx]);
+      c_.wait(ld_[qx], 1);
+      if (i + 1 < nq_) c_.dma(qs[1 - qx], block(q_, i + 1, dqk_), ld_[1 - qx]);
+      zero(m);
+      zero(l);
+      zero(o);
+      const std::int64_t n = kv_blocks_for(i);
+      pairs += n;
+      forward_blocks(
+          n,
+          [&](int slot) {
+            const auto x = static_cast<std::size_t>(slot);
+            c_.dma(kb[x], block(k_, slot, dqk_), ldk_[x]);
+          },
+          [&](int slot) {
+            const auto x = static_cast<std::size_t>(slot);
+            c_.dma(vb[x], block(v_, slot, dv_), ldv_[x]);
+          },
+          [&](int slot) {
+            const auto x = static_cast<std::size_t>(slot);
+            c_.emit(isa::XluTranspose{kt[x], kb[x]});
+            product(s[x], q, kt[x]);                                        // S = Q K^T
+          },
+          [&](int slot) {
+            // Rows are independent: the softmax runs on eighths of the
+            // rows, one step of the chain for every piece before the next
+            // step (the order units take them), so the VPU, EUP and XLU
+            // work on different pieces at once.
+            const auto x = static_cast<std::size_t>(slot);
+            std::vector<std::int64_t> starts;
+            for (std::int64_t r0 = 0; r0 < b; r0 += rows_) starts.push_back(r0);
+            const auto each = [&](const std::function<void(const std::function<TileRef(const TileRef&)>&)>& step) {
+              for (const std::int64_t r0 : starts) {
+                step([&](const TileRef& t0) { return c_.tile(t0.buffer, t0.row + r0, std::min(rows_, b - r0), t0.col, t0.cols); });
+              }
+            };
+            each([&](const auto& r) { row_reduce(isa::ReduceOp::kMax, r(mx[x]), r(s[x]), r(half[x])); });  // row max
+            each([&](const auto& r) { vpu(VpuOp::kMax, r(mn[x]), r(m), r(mx[x])); });                       // running max
+            each([&](const auto& r) { vpu(VpuOp::kSub, r(s[x]), r(s[x]), r(mn[x])); });                     // S - m
+            each([&](const auto& r) { c_.emit(isa::EupUnary{isa::EupOp::kExp, r(s[x]), r(s[x])}); });      // exp
+            each([&](const auto& r) { row_reduce(isa::ReduceOp::kSum, r(ls[x]), r(s[x]), r(half[x])); });  // row sum
+            each([&](const auto& r) {
+              vpu(VpuOp::kSub, r(t[x]), r(m), r(mn[x]));
+              c_.emit(isa::EupUnary{isa::EupOp::kExp, r(al[x]), r(t[x])});                                  // alpha
+              vpu(VpuOp::kFma, r(l), r(l), r(al[x]), r(ls[x]));                                             // l
+              vpu(VpuOp::kCopy, r(m), r(mn[x]));
+            });
+            each([&](const auto& r) { vpu(VpuOp::kConvert, r(p[x]), r(s[x])); });                           // P
+            // P V per quarter of the rows (each quarter reuses the loaded V
+            // tiles for a quarter of the rows; smaller pieces would reload
+            // the weights more often than they stream rows through them).
+            const std::int64_t quarter = std::max(rows_, round_up(ceil_div(b, 4), rows_));
+            for (std::int64_t r0 = 0; r0 < b; r0 += quarter) {
+              const auto r = [&](const TileRef& t0) {
+                return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, b - r0), t0.col, t0.cols);
+              };
+              product(r(pv[x]), r(p[x]), vb[x]);                                                           // P V
+              vpu(VpuOp::kFma, r(o), r(o), r(al[x]), r(pv[x]));                                            // O
+            }
+          });
+      vpu(VpuOp::kDiv, o, o, l);
+      if (i >= 2) c_.wait(st_, 1);  // block i-2's write-back read this staging buffer
+      vpu(VpuOp::kConvert, ob, o);
+      c_.dma(block(out, i, dv_), ob, st_);
+    }
+    c_.wait(st_, std::min<std::int64_t>(nq_, 2));
+    c_.emit(isa::End{});
+    return pairs;
+  }
+
+  // Per head: delta = rowsum(dO o O) per query block; then per KV block, its
+  // query blocks (from the diagonal on, causal) recompute S and P and run
+  // the five products; dQ is read, added to and written back per pair.
+  std::int64_t backward() {
+    const std::int64_t b = b_;
+    const Array o = c_.view(arr_.o, a_.batch * a_.q_len * a_.heads, dv_);
+    const Array d_o = c_.view(arr_.d_o, a_.batch * a_.q_len * a_.heads, dv_);
+    const Array dq = c_.view(arr_.out_q, a_.batch * a_.q_len * a_.heads, dqk_);
+    const Array dk = c_.view(arr_.out_k, a_.batch * a_.kv_len * a_.kv_heads, dqk_);
+    const Array dv = c_.view(arr_.out_v, a_.batch * a_.kv_len * a_.kv_heads, dv_);
+    // The softmax statistics per query row (the forward's log-sum-exp, and
+    // delta): f32 [S, 1] per head, small.
+    const Array stats = c_.hbm_array("attn.stats", hlo::Shape(hlo::ElementType::kF32, {2 * nq_ * b, 1}));
+    const auto stat = [&](std::int64_t which, std::int64_t blk) {
+      return c_.tile(stats.buffer, which * nq_ * b + blk * b, b, 0, 1);
+    };
+    const TileRef kb = whole(buf("attn.k", dt_, b, dqk_)), vb = whole(buf("attn.v", dt_, b, dv_));
+    const TileRef kt = whole(buf("attn.kT", dt_, dqk_, b)), vt = whole(buf("attn.vT", dt_, dv_, b));
+    std::array<TileRef, 2> qb{}, dob{}, dqb{}, lse{}, delta{};
+    for (std::size_t sl = 0; sl < 2; ++sl) {
+      qb[sl] = whole(buf("attn.q", dt_, b, dqk_));
+      dob[sl] = whole(buf("attn.do", dt_, b, dv_));
+      dqb[sl] = whole(buf("attn.dq", dq.dtype, b, dqk_));
+      lse[sl] = whole(buf("attn.lse", DType::kF32, b, 1));
+      delta[sl] = whole(buf("attn.delta", DType::kF32, b, 1));
+    }
+    const auto pair = [&](const char* n, DType d, std::int64_t r, std::int64_t cols) {
+      return std::array<TileRef, 2>{whole(buf(n, d, r, cols)), whole(buf(n, d, r, cols))};
+    };
+    const auto s = pair("attn.s", DType::kF32, b, b), dp = pair("attn.dp", DType::kF32, b, b);
+    const auto p = pair("attn.p", dt_, b, b), pt = pair("attn.pT", dt_, b, b);
+    const auto ds = pair("attn.ds", dt_, b, b), dst = pair("attn.dsT", dt_, b, b);
+    const auto tq = pair("attn.tq", DType::kF32, b, dqk_), tk = pair("attn.tk", DType::kF32, b, dqk_);
+    const auto tvs = pair("attn.tv", DType::kF32, b, dv_), dqf = pair("attn.dqf", DType::kF32, b, dqk_);
+    const TileRef dkf = whole(buf("attn.dk", DType::kF32, b, dqk_)), dvf = whole(buf("attn.dv", DType::kF32, b, dv_));
+    const TileRef tv = whole(buf("attn.tvd", DType::kF32, b, dv_));
+    const TileRef ob = whole(buf("attn.o", dt_, b, dv_)), prod = whole(buf("attn.odo", DType::kF32, b, dv_));
+    const TileRef dkb = whole(buf("attn.dkout", dk.dtype, b, dqk_)), dvb = whole(buf("attn.dvout", dv.dtype, b, dv_));
+    std::int64_t pairs = 0;
+    c_.emit(isa::Repeat{groups_});
+    // delta = rowsum(dO o O), one pass over O and dO.
+    for (std::int64_t i = 0; i < nq_; ++i) {
+      c_.dma(ob, block(o, i, dv_), ld_[1]);
+      c_.dma(dob[0], block(d_o, i, dv_), ld_[1]);
+      c_.wait(ld_[1], 2);
+      vpu(VpuOp::kConvert, prod, ob);
+      vpu(VpuOp::kConvert, tv, dob[0]);
+      vpu(VpuOp::kMul, prod, prod, tv);
+      c_.emit(isa::XluReduce{isa::ReduceOp::kSum, delta[0], prod});
+      c_.dma(stat(1, i), delta[0], st_);
+      c_.wait(st_, 1);
+    }
+    for (std::int64_t j = 0; j < nkv_; ++j) {
+      c_.dma(kb, block(k_, j, dqk_), ld_[1]);
+      c_.dma(vb, block(v_, j, dv_), ld_[1]);
+      c_.wait(ld_[1], 2);
+      c_.emit(isa::XluTranspose{kt, kb});
+      c_.emit(isa::XluTranspose{vt, vb});
+      zero(dkf);
+      zero(dvf);
+      const std::int64_t first = a_.causal ? std::min(j, nq_) : 0;
+      const std::int64_t n = nq_ - first;
+      pairs += n;
+      // The query blocks' stand-in rows alternate with the slot; a slot's
+      // dQ write-back completes before that slot reads dQ again.
+      staged(
+          n,
+          [&](int slot) {
+            const auto sl = static_cast<std::size_t>(slot);
+            const std::int64_t blk = std::min<std::int64_t>(slot, nq_ - 1);
+            c_.dma(qb[sl], block(q_, blk, dqk_), ld_[sl]);
+            c_.dma(dob[sl], block(d_o, blk, dv_), ld_[sl]);
+            c_.dma(dqb[sl], block(dq, blk, dqk_), ld_[sl]);
+            c_.dma(lse[sl], stat(0, blk), ld_[sl]);
+            c_.dma(delta[sl], stat(1, blk), ld_[sl]);
+            return std::int64_t{5};
+          },
+          [&](int slot) {
+            const auto x = static_cast<std::size_t>(slot);
+            product(s[x], qb[x], kt);                                 // S = Q K^T (recomputed)
+          },
+          [&](int slot) {
+            const auto x = static_cast<std::size_t>(slot);
+            const std::int64_t blk = std::min<std::int64_t>(slot, nq_ - 1);
+            vpu(VpuOp::kSub, s[x], s[x], lse[x]);
+            c_.emit(isa::EupUnary{isa::EupOp::kExp, s[x], s[x]});     // P = exp(S - lse)
+            vpu(VpuOp::kConvert, p[x], s[x]);
+            c_.emit(isa::XluTranspose{pt[x], p[x]});
+            product(tvs[x], pt[x], dob[x]);                           // dV += P^T dO
+            vpu(VpuOp::kAdd, dvf, dvf, tvs[x]);
+            product(dp[x], dob[x], vt);                               // dP = dO V^T
+            vpu(VpuOp::kSub, dp[x], dp[x], delta[x]);
+            vpu(VpuOp::kMul, dp[x], dp[x], s[x]);                     // dS = P o (dP - delta)
+            vpu(VpuOp::kConvert, ds[x], dp[x]);
+            product(tq[x], ds[x], kb);                                // dQ += dS K
+            vpu(VpuOp::kConvert, dqf[x], dqb[x]);
+            vpu(VpuOp::kAdd, dqf[x], dqf[x], tq[x]);
+            vpu(VpuOp::kConvert, dqb[x], dqf[x]);
+            c_.dma(block(dq, blk, dqk_), dqb[x], sq_[x]);
+            c_.emit(isa::XluTranspose{dst[x], ds[x]});
+            product(tk[x], dst[x], qb[x]);                            // dK += dS^T Q
+            vpu(VpuOp::kAdd, dkf, dkf, tk[x]);
+          },
+          true);
+      vpu(VpuOp::kConvert, dkb, dkf);
+      vpu(VpuOp::kConvert, dvb, dvf);
+      c_.dma(block(dk, j, dqk_), dkb, st_);
+      c_.dma(block(dv, j, dv_), dvb, st_);
+      c_.wait(st_, 2);
+    }
+    c_.emit(isa::End{});
+    return pairs;
+  }
+
+  Ctx& c_;
+  const hlo::AttentionCall& a_;
+  const AttentionArrays& arr_;
+  std::int64_t nmxu_ = 1, R_ = 128, C_ = 128;
+  DType dt_ = DType::kBf16;
+  std::int64_t dqk_ = 1, dv_ = 1, groups_ = 1, b_ = 128, nq_ = 1, nkv_ = 1;
+  std::int64_t rows_ = 64;  // rows of the softmax's pieces (an eighth of a block)
+  Array q_, k_, v_;
+  std::array<isa::SemRef, 2> ld_{}, sq_{}, ldk_{}, ldv_{};
+  isa::SemRef st_{};
+  std::vector<std::uint32_t> parts_;
+};
+
+}  // namespace
+
+std::string lower_attention(Ctx& c, const hlo::AttentionCall& call, const AttentionArrays& arrays) {
+  return Attention(c, call, arrays).run();
+}
+
+}  // namespace tpusim::lower
