@@ -200,42 +200,50 @@ class Attention {
   // apart: block j's K (needed by A: the transpose and S = Q K^T) two blocks
   // ahead, its V (needed by B: the softmax and P V) one block ahead. In
   // program order, step j is: A(j+1), the loads of K(j+2) and V(j+1), then
-  // B(j); the steps run in pairs (the slots alternate) inside `repeat`.
+  // B(j). Step 0 runs first (its B starts the running max, sum and O
+  // rather than updating them), the steady steps in pairs (the slots
+  // alternate) inside `repeat`, the last two after it.
   void forward_blocks(std::int64_t n, const std::function<void(int)>& load_k, const std::function<void(int)>& load_v,
-                      const std::function<void(int)>& stage_a, const std::function<void(int)>& stage_b) {
+                      const std::function<void(int)>& stage_a, const std::function<void(int, bool)>& stage_b) {
     if (n <= 0) return;
-    const auto step = [&](int slot, bool next_k) {  // slot = j % 2
+    const auto step = [&](int slot, bool next_k, bool first) {  // slot = j % 2
       const int other = 1 - slot;
       c_.wait(ldk_[static_cast<std::size_t>(other)], 1);
       stage_a(other);  // A(j+1)
       if (next_k) load_k(slot);  // K(j+2)
       load_v(other);  // V(j+1)
       c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
-      stage_b(slot);  // B(j)
+      stage_b(slot, first);  // B(j)
     };
     load_k(0);
     load_v(0);
     c_.wait(ldk_[0], 1);
     stage_a(0);
-    if (n >= 2) load_k(1);
-    const std::int64_t steady = std::max<std::int64_t>(0, n - 2);  // steps that load K(j+2)
+    if (n == 1) {
+      c_.wait(ldv_[0], 1);
+      stage_b(0, true);
+      return;
+    }
+    load_k(1);
+    step(0, n >= 3, true);                                 // j = 0
+    const std::int64_t steady = std::max<std::int64_t>(0, n - 3);  // j = 1..n-3 load K(j+2)
     if (steady / 2 > 0) {
       c_.emit(isa::Repeat{steady / 2});
-      step(0, true);
-      step(1, true);
+      step(1, true, false);
+      step(0, true, false);
       c_.emit(isa::End{});
     }
-    int slot = 0;
+    int slot = 1;
     if (steady % 2 == 1) {
-      step(0, true);
-      slot = 1;
+      step(1, true, false);
+      slot = 0;
     }
-    if (n >= 2) {
-      step(slot, false);  // j = n-2
+    if (n >= 3) {
+      step(slot, false, false);  // j = n-2
       slot = 1 - slot;
     }
     c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
-    stage_b(slot);  // j = n-1
+    stage_b(slot, false);  // j = n-1
   }
 
   // KV blocks query block i attends to.
@@ -272,9 +280,6 @@ class Attention {
       if (i == 0) c_.dma(q, block(q_, i, dqk_), ld_[qx]);
       c_.wait(ld_[qx], 1);
       if (i + 1 < nq_) c_.dma(qs[1 - qx], block(q_, i + 1, dqk_), ld_[1 - qx]);
-      zero(m);
-      zero(l);
-      zero(o);
       const std::int64_t n = kv_blocks_for(i);
       pairs += n;
       forward_blocks(
@@ -292,11 +297,12 @@ class Attention {
             c_.emit(isa::XluTranspose{kt[x], kb[x]});
             product(s[x], q, kt[x]);                                        // S = Q K^T
           },
-          [&](int slot) {
+          [&](int slot, bool first) {
             // Rows are independent: the softmax runs on eighths of the
             // rows, one step of the chain for every piece before the next
             // step (the order units take them), so the VPU, EUP and XLU
-            // work on different pieces at once.
+            // work on different pieces at once. The first KV block starts
+            // the running max, sum and O (nothing to rescale).
             const auto x = static_cast<std::size_t>(slot);
             std::vector<std::int64_t> starts;
             for (std::int64_t r0 = 0; r0 < b; r0 += rows_) starts.push_back(r0);
@@ -306,14 +312,22 @@ class Attention {
               }
             };
             each([&](const auto& r) { row_reduce(isa::ReduceOp::kMax, r(mx[x]), r(s[x]), r(half[x])); });  // row max
-            each([&](const auto& r) { vpu(VpuOp::kMax, r(mn[x]), r(m), r(mx[x])); });                       // running max
+            if (first) {
+              each([&](const auto& r) { vpu(VpuOp::kCopy, r(mn[x]), r(mx[x])); });
+            } else {
+              each([&](const auto& r) { vpu(VpuOp::kMax, r(mn[x]), r(m), r(mx[x])); });                     // running max
+            }
             each([&](const auto& r) { vpu(VpuOp::kSub, r(s[x]), r(s[x]), r(mn[x])); });                     // S - m
             each([&](const auto& r) { c_.emit(isa::EupUnary{isa::EupOp::kExp, r(s[x]), r(s[x])}); });      // exp
             each([&](const auto& r) { row_reduce(isa::ReduceOp::kSum, r(ls[x]), r(s[x]), r(half[x])); });  // row sum
             each([&](const auto& r) {
-              vpu(VpuOp::kSub, r(t[x]), r(m), r(mn[x]));
-              c_.emit(isa::EupUnary{isa::EupOp::kExp, r(al[x]), r(t[x])});                                  // alpha
-              vpu(VpuOp::kFma, r(l), r(l), r(al[x]), r(ls[x]));                                             // l
+              if (first) {
+                vpu(VpuOp::kCopy, r(l), r(ls[x]));
+              } else {
+                vpu(VpuOp::kSub, r(t[x]), r(m), r(mn[x]));
+                c_.emit(isa::EupUnary{isa::EupOp::kExp, r(al[x]), r(t[x])});                                // alpha
+                vpu(VpuOp::kFma, r(l), r(l), r(al[x]), r(ls[x]));                                           // l
+              }
               vpu(VpuOp::kCopy, r(m), r(mn[x]));
             });
             each([&](const auto& r) { vpu(VpuOp::kConvert, r(p[x]), r(s[x])); });                           // P
@@ -325,8 +339,12 @@ class Attention {
               const auto r = [&](const TileRef& t0) {
                 return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, b - r0), t0.col, t0.cols);
               };
-              product(r(pv[x]), r(p[x]), vb[x]);                                                           // P V
-              vpu(VpuOp::kFma, r(o), r(o), r(al[x]), r(pv[x]));                                            // O
+              if (first) {
+                product(r(o), r(p[x]), vb[x]);                                                             // O = P V
+              } else {
+                product(r(pv[x]), r(p[x]), vb[x]);                                                         // P V
+                vpu(VpuOp::kFma, r(o), r(o), r(al[x]), r(pv[x]));                                          // O
+              }
             }
           });
       vpu(VpuOp::kDiv, o, o, l);
@@ -397,7 +415,11 @@ class Attention {
       c_.wait(ld_[1], 2);
       c_.emit(isa::XluTranspose{kt, kb});
       c_.emit(isa::XluTranspose{vt, vb});
+      // dK and dV start at zero (written from the loaded K and V, so no
+      // accumulator is read before it is written).
+      vpu(VpuOp::kConvert, dkf, kb);
       zero(dkf);
+      vpu(VpuOp::kConvert, dvf, vb);
       zero(dvf);
       const std::int64_t first = a_.causal ? std::min(j, nq_) : 0;
       const std::int64_t n = nq_ - first;

@@ -660,13 +660,11 @@ std::vector<std::filesystem::path> corpus() {
 // The compiler never emits a program its own verifier rejects for VMEM
 // capacity, operand or vector dtype rules ([capacity], [operand],
 // [vpu-dtype]), on v5e (no bf16 VPU) and v6e; HBM capacity is no limit for
-// compiled modules (the run warns). Open work: the files below still get
-// such errors (a temporary past VMEM in the activation-offloading step's
-// attention kernel on v6e). Any other file with one fails the test; a
-// listed file that verifies clean is reported, to shorten the list.
+// compiled modules (the run warns). Files listed here are known to get such
+// errors (none today); any other file with one fails the test, and a listed
+// file that verifies clean is reported, to shorten the list.
 const std::set<std::string>& files_with_known_rule_errors() {
   static const std::set<std::string> known = {
-      "openxla_xla__xla__tools__benchmarks__hlo__hlo_llama3_8b_bf16_activation_offloading_1x8.hlo",
   };
   return known;
 }
