@@ -212,7 +212,9 @@ json report_json(const ReportInput& in) {
                       s_op > 0 && c.hbm.bandwidth > 0 ? op.stats.hbm_bytes / (s_op * c.hbm.bandwidth) : 0.0},
                      {"bound_time_s", bound_s},
                      {"bound", b != nullptr ? std::string(hlo::bound_name(b->bound)) : "none"},
-                     {"time_over_bound", bound_s > 0 ? s_op / bound_s : 0.0},
+                     // (No ratio against a bound below one cycle: a scalar
+                     // collective's nanoseconds would give 1e10.)
+                     {"time_over_bound", bound_s * c.clock >= 1 ? s_op / bound_s : 0.0},
                      {"approximated", op.approximated}});
     }
     const double module_bound = in.roofline->total.bound_time_s;
