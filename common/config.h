@@ -170,6 +170,12 @@ struct IciConfig {
   std::int64_t concurrent_collectives = 1;  // collectives in flight per chip
 };
 
+// The chip's link to its host's memory (PCIe).
+struct HostLinkConfig {
+  double bandwidth = 0;  // bytes/s, each direction
+  double latency = 0;    // seconds
+};
+
 struct DcnConfig {
   double bandwidth_per_chip = 0;  // bytes/s, one direction
   double latency = 0;             // seconds
@@ -226,6 +232,7 @@ struct ChipConfig {
   CoreConfig core;
   HbmConfig hbm;
   IciConfig ici;
+  HostLinkConfig host;
   DcnConfig dcn;
   SystemTopology system;
   SimulationConfig simulation;

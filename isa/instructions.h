@@ -66,10 +66,11 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
 // clang-format off
 #define TPUSIM_ISA_INSTRUCTIONS(X)                                                                 \
   X(DmaStart, "dma.start", kDma,                                                                   \
-    (F(TileRef, dst, kRequired, {}, "destination tile (HBM, VMEM or SMEM)")                        \
+    (F(TileRef, dst, kRequired, {}, "destination tile (HBM, VMEM, SMEM or host)")                  \
      F(TileRef, src, kRequired, {}, "source tile, same shape and dtype as dst")                    \
      F(SemRef, sem, kRequired, {}, "semaphore incremented by 1 when the copy has completed")),     \
-    "Asynchronously copy src to dst (HBM->VMEM, VMEM->HBM, VMEM->VMEM, HBM<->SMEM). Each tile "    \
+    "Asynchronously copy src to dst (HBM->VMEM, VMEM->HBM, VMEM->VMEM, HBM<->SMEM, HBM<->host "    \
+    "over the host link, host.bandwidth each way). Each tile "                                       \
     "row is one contiguous run; rows step by the buffer's row pitch (strided rectangular tile). "  \
     "Issue does not wait; reading dst (or writing src) is legal only after a sem.wait that "       \
     "consumes this DMA's signal.")                                                                 \

@@ -18,7 +18,8 @@ namespace tpusim::isa {
 #define TPUSIM_ISA_MEMSPACES(X) \
   X(kHbm, "hbm")                \
   X(kVmem, "vmem")              \
-  X(kSmem, "smem")
+  X(kSmem, "smem")              \
+  X(kHost, "host")
 
 // X(enumerator, text, bits, MxuRates member or none)
 #define TPUSIM_ISA_DTYPES(X)          \

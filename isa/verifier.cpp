@@ -145,7 +145,9 @@ class Verifier {
       }
       const Buffer& base = p_.buffers[b.view_of];
       if (base.view_of != TileRef::kNone) bad("views " + base.name + ", itself a view (name its buffer)");
-      if (b.space != MemSpace::kHbm || base.space != MemSpace::kHbm) bad("and the buffer it views must be in hbm");
+      if ((b.space != MemSpace::kHbm && b.space != MemSpace::kHost) || base.space != b.space) {
+        bad("and the buffer it views must be in the same memory, hbm or host");
+      }
       if (b.dtype != base.dtype) {
         bad("has dtype " + std::string(name(b.dtype)) + " but " + base.name + " is " + std::string(name(base.dtype)));
       }
@@ -292,6 +294,12 @@ class Verifier {
     const MemSpace a = buf(s.src).space, b = buf(s.dst).space;
     if ((a == MemSpace::kSmem && b == MemSpace::kVmem) || (a == MemSpace::kVmem && b == MemSpace::kSmem)) {
       error(VerifyError::kOperand, i, "DMA between VMEM and SMEM is not supported (go through HBM)");
+    }
+    if ((a == MemSpace::kHost) != (b == MemSpace::kHost) && a != MemSpace::kHbm && b != MemSpace::kHbm) {
+      error(VerifyError::kOperand, i, "host memory is reached from HBM only (DMA hbm <-> host over the host link)");
+    }
+    if (a == MemSpace::kHost && b == MemSpace::kHost) {
+      error(VerifyError::kOperand, i, "DMA from host memory to host memory is not the chip's to do");
     }
   }
   void check_sem(std::size_t i, SemRef s) {

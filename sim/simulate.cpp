@@ -25,7 +25,7 @@ bool claim_elaboration() {
 // aligned to 4 KiB (a DMA chunk and HBM page multiple on every preset).
 std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   constexpr std::int64_t kAlign = 4096;
-  std::int64_t next[3] = {0, 0, 0};
+  std::int64_t next[4] = {0, 0, 0, 0};  // by isa::MemSpace: HBM, VMEM, SMEM, host
   for (const auto& b : p.buffers) {
     if (b.view_of != isa::TileRef::kNone) continue;  // placed with the buffer it views
     if (b.offset >= 0) {

@@ -1,5 +1,7 @@
 #include "sim/tensor_core.h"
 
+#include "sim/timing/dma_timing.h"
+
 #include "common/progress.h"
 
 #include <algorithm>
@@ -556,12 +558,18 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     occupy = std::max(occupy, done);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
   }
+  if (c.host_bytes > 0) {
+    const double end = host_link_[c.host_to_device ? 1 : 0].reserve(t, host_transfer_seconds(chip_.host, c.host_bytes)) - t;
+    done = std::max(done, end);
+    occupy = std::max(occupy, done);
+  }
   // What the busy time goes to: the unit's own work, HBM for a DMA with an
   // HBM side, VMEM when its bandwidth held the instruction up.
   Resource resource = u.kind == isa::Unit::kVpu ? c.timing.limit
                       : u.kind == isa::Unit::kEup ? Resource::kEup
                       : u.kind == isa::Unit::kXlu ? Resource::kXlu
                       : u.kind == isa::Unit::kIci ? Resource::kIci
+                      : c.host_bytes > 0          ? Resource::kHost
                       : c.hbm_tile               ? Resource::kHbm
                                                  : Resource::kVmem;
   if (c.vmem_bytes > 0) {

@@ -7,6 +7,7 @@
 // coroutines on one SystemC thread per core (sim/core_scheduler.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -170,6 +171,9 @@ class TensorCore : public sc_core::sc_module {
   CoSignal any_started_;
   CoSignal any_popped_;
   BandwidthServer vmem_;
+  // The host link's two directions (to the host, to HBM): DMAs between HBM
+  // and host memory queue on them.
+  std::array<BandwidthServer, 2> host_link_{};
 
   bool finished_ = false;
   bool program_done_ = false;

@@ -105,6 +105,7 @@ Limiter limiter_of(const ProvenanceStats& st, const ChipConfig& c, int cores) {
       {Resource::kHbm, hbm > 0 ? st.hbm_bytes / (hbm * t) : 0.0},
       {Resource::kVmem, at(Resource::kVmem) / (n * t)},
       {Resource::kIci, at(Resource::kIci) / (n * t)},
+      {Resource::kHost, at(Resource::kHost) / (n * t)},
   }};
   for (const auto& [r, u] : use) out.use[std::string(resource_name(r))] = u;
   const auto best = std::max_element(use.begin(), use.end(), [](const auto& a, const auto& b) { return a.second < b.second; });

@@ -85,7 +85,7 @@ Array Ctx::view(const Array& a, std::int64_t rows, std::int64_t cols) {
   v.buffer = static_cast<std::uint32_t>(prog.buffers.size());
   isa::Buffer b;
   b.name = unique(prog.buffers[prog.storage(a.buffer)].name + ".view");
-  b.space = isa::MemSpace::kHbm;
+  b.space = prog.buffers[prog.storage(a.buffer)].space;  // the viewed buffer's memory (hbm or host)
   b.dtype = a.dtype;
   b.shape = {rows, cols};
   b.view_of = prog.storage(a.buffer);

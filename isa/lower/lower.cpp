@@ -796,6 +796,9 @@ class Lowerer {
 
   Result<bool> handle_custom_call(const Instruction& x, const Site& s) {
     const auto target = hlo::word_attr(x, hlo::AttrId::kCustomCallTarget).value_or("");
+    if (target == "MoveToHost" || target == "MoveToDevice") {
+      if (lower_host_move(x, target == "MoveToHost")) return true;
+    }
     if (target == "Sharding" || target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape" ||
         target == "LayoutConstraint" || target == "MoveToHost" || target == "MoveToDevice" ||
         target == "AllocateBuffer") {
@@ -808,6 +811,38 @@ class Lowerer {
     if (lower_attention_call(x)) return true;
     stream_single(x, true);
     c_.approx(x, "custom-call '" + std::string(target) + "' costed as a pass over its operand and result bytes");
+    return true;
+  }
+
+  // Host offload (XLA's activation offloading): MoveToHost copies its
+  // operand from HBM into host memory over the host link; MoveToDevice
+  // copies a host copy of its operand into a new HBM value. One DMA, waited
+  // on: the section takes the transfer's time. The program's other ops read
+  // values where it holds them, in HBM (after a MoveToHost, its operand's
+  // HBM copy: XLA's host-side updates of offloaded buffers are not
+  // modelled). False for shapes it cannot copy whole.
+  bool lower_host_move(const Instruction& x, bool to_host) {
+    if (x.operand_count() < 1 || !x.has_shape() || !x.shape().is_array()) return false;
+    const Array src0 = leaf0(x, 0);
+    Array host = c_.hbm_array(std::string(x.name()) + ".host", x.shape());
+    if (src0.elements != host.elements || src0.dtype != host.dtype) return false;
+    c_.prog.buffers[host.buffer].space = isa::MemSpace::kHost;
+    section(x, false);
+    const Array src = c_.view(src0, host.rows, host.cols);
+    const isa::SemRef sem = c_.sem("host");
+    if (to_host) {
+      alias(x, 0);
+      c_.dma(c_.whole(host.buffer), c_.whole(src.buffer), sem);
+    } else {
+      Value out = c_.hbm_value(x.name(), x.shape());
+      if (out.leaves.empty()) return false;
+      vals_[&x] = out;
+      c_.dma(c_.whole(out.leaves[0].buffer), c_.whole(host.buffer), sem);
+    }
+    c_.wait(sem, 1);
+    c_.note(x, NoteKind::kLowered,
+            std::string(to_host ? "HBM to host memory" : "host memory to HBM") + " over the host link: " +
+                std::to_string(static_cast<std::int64_t>(x.shape().byte_size())) + " bytes");
     return true;
   }
 

@@ -32,4 +32,9 @@ OpTiming dma_vmem_vmem_timing(const VmemConfig& vmem, Bytes bytes) {
   return t;
 }
 
+double host_transfer_seconds(const HostLinkConfig& host, Bytes bytes) {
+  if (bytes == 0) return 0;
+  return host.latency + (host.bandwidth > 0 ? static_cast<double>(bytes) / host.bandwidth : 0.0);
+}
+
 }  // namespace tpusim

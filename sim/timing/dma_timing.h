@@ -27,4 +27,8 @@ OpTiming dma_hbm_vmem_timing(const DmaConfig& dma, const HbmConfig& hbm, const V
 // way, i.e. vmem_access_cycles(2 · bytes, 2 ports) when two ports exist.
 OpTiming dma_vmem_vmem_timing(const VmemConfig& vmem, Bytes bytes);
 
+// Seconds one transfer of `bytes` holds one direction of the host link
+// (PCIe): latency + bytes / bandwidth.
+double host_transfer_seconds(const HostLinkConfig& host, Bytes bytes);
+
 }  // namespace tpusim

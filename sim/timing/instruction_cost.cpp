@@ -47,8 +47,19 @@ InstructionCost instruction_cost(const ChipConfig& c, const isa::Program& p, con
         if constexpr (std::is_same_v<T, isa::DmaStart>) {
           const bool src_hbm = buf(p, op.src).space == isa::MemSpace::kHbm;
           const bool dst_hbm = buf(p, op.dst).space == isa::MemSpace::kHbm;
+          const bool src_host = buf(p, op.src).space == isa::MemSpace::kHost;
+          const bool dst_host = buf(p, op.dst).space == isa::MemSpace::kHost;
           const Bytes bytes = tile_bytes(p, op.dst);
-          if (src_hbm || dst_hbm) {
+          if (src_host || dst_host) {
+            // Over the host link (timed by the core's link); the HBM side
+            // is an HBM transfer as well.
+            const isa::TileRef& hbm_side = src_host ? op.dst : op.src;
+            r.timing = OpTiming{1, 1};
+            r.hbm_tile = strided_tile(p, hbm_side);
+            r.hbm_write = src_host;
+            r.host_bytes = bytes;
+            r.host_to_device = src_host;
+          } else if (src_hbm || dst_hbm) {
             const StridedTile hbm = strided_tile(p, src_hbm ? op.src : op.dst);
             r.timing = dma_hbm_vmem_timing(c.core.dma, c.hbm, c.core.vmem, c.clock, hbm);
             r.hbm_tile = hbm;

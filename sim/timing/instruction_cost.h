@@ -21,6 +21,10 @@ struct InstructionCost {
   // An HBM side of a DMA: the strided tile as laid out in HBM, and its direction.
   std::optional<StridedTile> hbm_tile;
   bool hbm_write = false;
+  // A DMA between HBM and host memory: the bytes over the host link, and
+  // its direction (host to HBM: MoveToDevice).
+  Bytes host_bytes = 0;
+  bool host_to_device = false;
 };
 
 // Byte layout of a tile of a placed buffer (offset >= 0) as a strided transfer.

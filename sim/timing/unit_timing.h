@@ -22,10 +22,11 @@ enum class Resource : std::uint8_t {
   kHbm,           // DMAs with an HBM side
   kVmem,          // VMEM-to-VMEM DMAs, and ops the VMEM bandwidth held up
   kIci,           // collectives
+  kHost,          // DMAs between HBM and host memory (the host link)
   kCount,
 };
 inline constexpr std::size_t kResources = static_cast<std::size_t>(Resource::kCount);
-// "MXU", "MXU weights", "VPU ALU", "VPU ld/st", "EUP", "XLU", "HBM", "VMEM", "ICI".
+// "MXU", "MXU weights", "VPU ALU", "VPU ld/st", "EUP", "XLU", "HBM", "VMEM", "ICI", "host link".
 std::string_view resource_name(Resource r);
 
 struct OpTiming {

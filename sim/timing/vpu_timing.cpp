@@ -36,6 +36,7 @@ std::string_view resource_name(Resource r) {
     case Resource::kHbm: return "HBM";
     case Resource::kVmem: return "VMEM";
     case Resource::kIci: return "ICI";
+    case Resource::kHost: return "host link";
     case Resource::kCount: break;
   }
   return "?";

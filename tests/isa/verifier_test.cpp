@@ -8,6 +8,7 @@
 #include <string>
 
 #include "isa/assembler.h"
+#include "isa/printer.h"
 
 namespace tpusim::isa {
 namespace {
@@ -88,7 +89,7 @@ sem.wait sem=s
   EXPECT_EQ(bad.count(VerifyError::kOperand), 3u) << dump(bad);
   EXPECT_NE(dump(bad).find("has dtype f32 but kv is bf16"), std::string::npos) << dump(bad);
   EXPECT_NE(dump(bad).find("has 131072 elements but kv has 262144"), std::string::npos) << dump(bad);
-  EXPECT_NE(dump(bad).find("must be in hbm"), std::string::npos) << dump(bad);
+  EXPECT_NE(dump(bad).find("must be in the same memory, hbm or host"), std::string::npos) << dump(bad);
   // Reading the view while a DMA still writes the buffer: a hazard.
   const auto race = check(R"(.buffer kv hbm bf16 [8, 64, 4, 128]
 .buffer kv2 hbm bf16 [512, 512] view=kv
@@ -100,6 +101,36 @@ dma.start dst=t src=kv2[64:128, 0:512] sem=s
 sem.wait sem=s count=2
 )");
   EXPECT_EQ(race.count(VerifyError::kUnwaitedDma), 1u) << dump(race);
+}
+
+// Host memory (the `host` space: XLA's host offload) is reached by DMA from
+// and to HBM only, over the host link; the assembler prints it back.
+TEST(Verifier, HostMemoryIsReachedFromHbmOnly) {
+  const std::string ok = R"(.buffer a hbm bf16 [256, 128]
+.buffer h host bf16 [256, 128]
+.buffer b hbm bf16 [256, 128]
+.semaphore s
+dma.start dst=h src=a sem=s
+sem.wait sem=s
+dma.start dst=b src=h sem=s
+sem.wait sem=s
+)";
+  const auto r = check(ok);
+  EXPECT_TRUE(r.ok()) << dump(r);
+  auto prog = assemble(ok, "t.tasm");
+  ASSERT_TRUE(prog.ok());
+  EXPECT_NE(print(*prog).find(".buffer h host bf16 [256, 128]"), std::string::npos) << print(*prog);
+  const auto bad = check(R"(.buffer h host bf16 [256, 128]
+.buffer g host bf16 [256, 128]
+.buffer v vmem bf16 [256, 128] offset=0
+.semaphore s
+dma.start dst=v src=h sem=s
+dma.start dst=g src=h sem=s
+sem.wait sem=s count=2
+)");
+  EXPECT_EQ(bad.count(VerifyError::kOperand), 2u) << dump(bad);
+  EXPECT_NE(dump(bad).find("host memory is reached from HBM only"), std::string::npos) << dump(bad);
+  EXPECT_NE(dump(bad).find("t.tasm:5:1"), std::string::npos) << dump(bad);
 }
 
 TEST(Verifier, ReportsOutOfBoundsTiles) {

@@ -36,7 +36,7 @@ ENTRY e {
   EXPECT_LE(op["limiter_utilization"].get<double>(), 1.0 + 1e-9);
   // Every resource's use is reported; HBM's below the MXU's (the tiles
   // re-read operands, so above the 96 MiB minimum's 17%).
-  EXPECT_EQ(op["resource_utilization"].size(), 9u);
+  EXPECT_EQ(op["resource_utilization"].size(), 10u);
   EXPECT_GT(op["resource_utilization"]["HBM"].get<double>(), 0.17);
   EXPECT_LT(op["resource_utilization"]["HBM"].get<double>(), op["limiter_utilization"].get<double>());
 }
@@ -110,6 +110,32 @@ TEST(CliReportCsv, ComparePrintsItsRowsAsCsv) {
   for (const auto& rec : table->records) {
     EXPECT_EQ(table->text(rec, "in"), "both");  // one module against itself
     EXPECT_EQ(*table->number(rec, "delta_s"), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::cli
+
+namespace tpusim::cli {
+namespace {
+
+// Host offload: MoveToHost and MoveToDevice move their bytes over the host
+// link (host.bandwidth each way, host.latency per transfer): 32 MiB at
+// v5e's 15.5 GB/s is 2.165 ms each, and the link is the ops' limiter.
+TEST(CliHostOffload, MovesTakeTheHostLinksTime) {
+  const auto r = binary("run " + write_temp("host_move.hlo", R"(HloModule h
+ENTRY e {
+  a = bf16[4096,4096] parameter(0)
+  h = bf16[4096,4096] custom-call(a), custom_call_target="MoveToHost"
+  ROOT d = bf16[4096,4096] custom-call(h), custom_call_target="MoveToDevice"
+})") + " --chip v5e --format json -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double bytes = 4096.0 * 4096 * 2, expected = 1e-6 + bytes / 15.5e9;  // preset: 15.5 GB/s, 1 us
+  ASSERT_EQ(j["ops"].size(), 2u);
+  for (const auto& op : j["ops"]) {
+    EXPECT_NEAR(op["time_s"].get<double>(), expected, 0.01 * expected) << op["name"];
+    EXPECT_EQ(op["limiter"], "host link") << op["name"];
   }
 }
 

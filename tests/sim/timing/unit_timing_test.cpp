@@ -140,5 +140,14 @@ TEST(DmaTiming, VmemToVmemUsesTwoPorts) {
   EXPECT_EQ(dma_vmem_vmem_timing(f.vmem, 65536).done, 64u);
 }
 
+TEST(DmaTiming, HostTransferIsLatencyPlusBytesOverTheLinkBandwidth) {
+  HostLinkConfig h;
+  h.bandwidth = 16e9;
+  h.latency = 1e-6;
+  // 32 MiB at 16 GB/s: 2.097 ms, plus 1 us.
+  EXPECT_DOUBLE_EQ(host_transfer_seconds(h, 32 << 20), 1e-6 + 33554432.0 / 16e9);
+  EXPECT_EQ(host_transfer_seconds(h, 0), 0.0);
+}
+
 }  // namespace
 }  // namespace tpusim
