@@ -173,7 +173,7 @@ class TensorCore : public sc_core::sc_module {
   BandwidthServer vmem_;
   // The host link's two directions (to the host, to HBM): DMAs between HBM
   // and host memory queue on them.
-  std::array<BandwidthServer, 2> host_link_{};
+  std::array<BandwidthServer, 2> host_link_{BandwidthServer{1}, BandwidthServer{1}};
 
   bool finished_ = false;
   bool program_done_ = false;
