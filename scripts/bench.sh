@@ -10,6 +10,8 @@
 # and the real-model targets run with /usr/bin/time (wall, CPU, peak RSS;
 # target: 60 s and 4 GiB each): the LLaMA 3.1 8B step on an 8-chip v6e in
 # full mode, and the 70B and 405B steps on a 128-chip v5p in symmetric mode.
+# scripts/whatif_monotone.py checks raised rates never slow a shipped
+# workload (out/whatif_monotone.md).
 # The load average at the start and end goes into the JSON with the machine.
 # Benchmarks are not part of CI; run this by hand on a quiet machine.
 # Usage: [BENCH_LONG=1] scripts/bench.sh [--benchmark_filter=REGEX]
@@ -25,6 +27,10 @@ export BENCH_BUILD_TYPE=Release
 build/release/tests/tpusim_bench --benchmark_format=json --benchmark_out=out/bench_raw.json \
   --benchmark_out_format=json "$@" >/dev/null
 python3 scripts/bench_table.py out/bench_raw.json out/bench.json
+# What-if monotonicity: every shipped HLO workload, every raised rate,
+# tiling pinned (--lower-for) and free; known exceptions are listed (168
+# runs: minutes with a Release build; ctest runs a decode_step sample).
+python3 scripts/whatif_monotone.py build/release/app/tpusim > out/whatif_monotone.md || true
 # Every shared-corpus file as a user runs it (single chip, and the module's
 # own system): files run / files valid, wall and peak RSS per file.
 python3 scripts/run_corpus.py build/release/app/tpusim --out out/corpus || true

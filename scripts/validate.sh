@@ -50,9 +50,6 @@ for c in $loop_cases; do
       > "out/loops_${c}_${mode}.json" || status=1
   done
 done
-# What-if monotonicity: every shipped HLO workload, every raised rate,
-# tiling pinned (--lower-for) and free; known exceptions are listed.
-python3 scripts/whatif_monotone.py "$TPUSIM" > out/whatif_monotone.md || status=1
 for chip in v4 v5e v5p v6e v7; do
   "$TPUSIM" config show --chip "$chip" --format json > "out/config_$chip.json" || status=1
 done
