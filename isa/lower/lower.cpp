@@ -823,6 +823,12 @@ class Lowerer {
   // modelled). False for shapes it cannot copy whole.
   bool lower_host_move(const Instruction& x, bool to_host) {
     if (x.operand_count() < 1 || !x.has_shape() || !x.shape().is_array()) return false;
+    // XLA's host offloader copies to the device only values on a path from
+    // host memory and drops the other MoveToDevice calls: here, a value
+    // reached through layout and slicing ops from a MoveToHost or from a
+    // parameter (entry or loop state: possibly host-resident) moves; one
+    // computed on the device is left where it is (false: an annotation).
+    if (!to_host && !from_host(x.operand(0), 0)) return false;
     const Array src0 = leaf0(x, 0);
     Array host = c_.hbm_array(std::string(x.name()) + ".host", x.shape());
     if (src0.elements != host.elements || src0.dtype != host.dtype) return false;
@@ -830,20 +836,43 @@ class Lowerer {
     section(x, false);
     const Array src = c_.view(src0, host.rows, host.cols);
     const isa::SemRef sem = c_.sem("host");
+    // Megacore: core 0 moves the bytes (the chip has one host link).
+    const bool moves = c_.opt.core == 0;
     if (to_host) {
       alias(x, 0);
-      c_.dma(c_.whole(host.buffer), c_.whole(src.buffer), sem);
+      if (moves) c_.dma(c_.whole(host.buffer), c_.whole(src.buffer), sem);
     } else {
       Value out = c_.hbm_value(x.name(), x.shape());
       if (out.leaves.empty()) return false;
       vals_[&x] = out;
-      c_.dma(c_.whole(out.leaves[0].buffer), c_.whole(host.buffer), sem);
+      if (moves) c_.dma(c_.whole(out.leaves[0].buffer), c_.whole(host.buffer), sem);
     }
-    c_.wait(sem, 1);
+    if (moves) c_.wait(sem, 1);
     c_.note(x, NoteKind::kLowered,
             std::string(to_host ? "HBM to host memory" : "host memory to HBM") + " over the host link: " +
                 std::to_string(static_cast<std::int64_t>(x.shape().byte_size())) + " bytes");
     return true;
+  }
+
+  // Whether `v` is on a path from host memory: through layout and slicing
+  // ops (reshape, bitcast, copy, transpose, slices, tuple elements, an
+  // update's operand) back to a MoveToHost or a parameter.
+  static bool from_host(const Instruction* v, int depth) {
+    if (v == nullptr || depth > 64) return false;
+    const Opcode op = v->opcode();
+    if (op == Opcode::kParameter) return true;
+    if (op == Opcode::kCustomCall) {
+      return hlo::word_attr(*v, hlo::AttrId::kCustomCallTarget).value_or("") == "MoveToHost";
+    }
+    const bool passes = op == Opcode::kReshape || op == Opcode::kBitcast || op == Opcode::kCopy ||
+                        op == Opcode::kTranspose || op == Opcode::kSlice || op == Opcode::kDynamicSlice ||
+                        op == Opcode::kGetTupleElement || op == Opcode::kDynamicUpdateSlice ||
+                        op == Opcode::kOptimizationBarrier;
+    if (!passes || v->operand_count() == 0) return false;
+    if (op == Opcode::kDynamicUpdateSlice) {
+      return from_host(v->operand(0), depth + 1) || (v->operand_count() > 1 && from_host(v->operand(1), depth + 1));
+    }
+    return from_host(v->operand(0), depth + 1);
   }
 
   // Attention kernels (isa/hlo/custom_calls.h decodes them) as flash
