@@ -101,6 +101,7 @@ struct VpuLatency {
 struct VpuConfig {
   std::int64_t sublanes = 0;
   std::int64_t lanes = 0;
+  std::int64_t vregs = 0;
   std::int64_t alus_per_lane = 0;
   std::int64_t vreg_loads_per_cycle = 0;
   std::int64_t vreg_stores_per_cycle = 0;

@@ -77,8 +77,15 @@ std::string isa_reference_markdown() {
         "`.buffer kv2 hbm bf16 [16384, 4096] view=kv` sees the same bytes as rows of 4096, so "
         "`kv2[0:2048, 256:384]` is one (b, h) slice. DMAs through a view and through its buffer "
         "are ordered as if every tile of one overlapped every tile of the other.\n";
-  md += "- VMEM tiles must start on the (sublanes x 32/bits, lanes) tiling of the chip's VPU "
+  md += "- VMEM and vreg tiles must start on the (sublanes x 32/bits, lanes) tiling of the chip's VPU "
         "and end on it or at the buffer's edge.\n";
+  md += "- A **vreg** buffer is a value the vector units keep in vector registers: operands of `vpu.*`, "
+        "`eup.*` and `xlu.reduce` may be in `vreg` or `vmem`; DMAs, the MXU, `xlu.transpose` and "
+        "`xlu.permute` (which move data between strips) reach VMEM only. A vreg operand costs no VPU "
+        "load or store slot and no VMEM bandwidth. A kernel streams its values through its "
+        "instructions one vreg-wide strip at a time, so a vreg buffer of any shape holds one "
+        "register (its current strip), every vreg operand names its whole buffer, and the live vreg "
+        "buffers must fit `core.vpu.vregs`. A vreg buffer has no offset.\n";
   md += "- Provenance: `.provenance` labels the following instructions; `@ \"label\"` labels one.\n";
   md += "- Reuse: `.reuse \"op\" extra=N` says the instructions labelled `op` (or `op/...`, "
         "`approx:<opcode> op...`) stand for themselves and N more identical copies that the program "

@@ -102,7 +102,7 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
     "dst[i, j] = convert(ACC[acc+i, j]) to dst's dtype (RNE), then ACC[acc+i, j] = 0.")            \
   X(VpuElementwise, "vpu", kVpu,                                                                   \
     (F(VpuOp, op, kSubop, VpuOp::kAdd, "operation; its latency class is in the VPU op table")      \
-     F(TileRef, dst, kRequired, {}, "result tile in VMEM")                                         \
+     F(TileRef, dst, kRequired, {}, "result tile (VMEM or vector registers)")                      \
      F(TileRef, a, kRequired, {}, "first input")                                                   \
      F(TileRef, b, kOptional, {}, "second input (binary and ternary ops)")                         \
      F(TileRef, c, kOptional, {}, "third input (fma, select)")                                     \

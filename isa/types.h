@@ -19,7 +19,8 @@ namespace tpusim::isa {
   X(kHbm, "hbm")                \
   X(kVmem, "vmem")              \
   X(kSmem, "smem")              \
-  X(kHost, "host")
+  X(kHost, "host")              \
+  X(kVreg, "vreg")
 
 // X(enumerator, text, bits, MxuRates member or none)
 #define TPUSIM_ISA_DTYPES(X)          \

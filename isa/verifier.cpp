@@ -204,6 +204,14 @@ class Verifier {
                 std::to_string(b.rows()) + " x " + std::to_string(b.cols()) + ")");
       return false;
     }
+    if (b.space == MemSpace::kVreg && (t.row != 0 || t.col != 0 || t.rows != b.rows() || t.cols != b.cols())) {
+      // A kernel streams its values strip by strip: a register holds the
+      // strip of a whole value, not a part of it.
+      error(VerifyError::kOperand, i,
+            std::string(role) + " tile " + tile_text(t) + " is part of vreg buffer " + b.name +
+                " (a vreg operand names its whole buffer)");
+      return false;
+    }
     if (b.space == MemSpace::kVmem) {
       const auto [sub, lanes] = vmem_tiling(b.dtype);
       const auto misaligned = [&](std::int64_t start, std::int64_t len, std::int64_t extent,
@@ -298,6 +306,9 @@ class Verifier {
     if ((a == MemSpace::kHost) != (b == MemSpace::kHost) && a != MemSpace::kHbm && b != MemSpace::kHbm) {
       error(VerifyError::kOperand, i, "host memory is reached from HBM only (DMA hbm <-> host over the host link)");
     }
+    if (a == MemSpace::kVreg || b == MemSpace::kVreg) {
+      error(VerifyError::kOperand, i, "vector registers are not addressable by DMA (vpu, eup and xlu.reduce operands only)");
+    }
     if (a == MemSpace::kHost && b == MemSpace::kHost) {
       error(VerifyError::kOperand, i, "DMA from host memory to host memory is not the chip's to do");
     }
@@ -360,7 +371,7 @@ class Verifier {
     for (int k = 0; k < 3; ++k) {
       const TileRef& t = *inputs[k];
       if (!t.present()) continue;
-      expect_space(i, t, roles[k], {MemSpace::kVmem});
+      expect_space(i, t, roles[k], {MemSpace::kVmem, MemSpace::kVreg});
       if ((t.rows != s.dst.rows && t.rows != 1) || (t.cols != s.dst.cols && t.cols != 1)) {
         error(VerifyError::kOperand, i,
               std::string(roles[k]) + " " + tile_text(t) + " (" + std::to_string(t.rows) + " x " +
@@ -369,7 +380,7 @@ class Verifier {
                   std::to_string(s.dst.cols) + ")");
       }
     }
-    expect_space(i, s.dst, "dst", {MemSpace::kVmem});
+    expect_space(i, s.dst, "dst", {MemSpace::kVmem, MemSpace::kVreg});
     // Dtype rules (docs/isa.md): convert changes dtype, compares make pred,
     // select takes a pred first input, everything else keeps one dtype.
     const DType dd = buf(s.dst).dtype;
@@ -396,11 +407,18 @@ class Verifier {
       want(s.c, dd, "c");
     }
   }
-  bool unary_tiles(std::size_t i, const TileRef& dst, const TileRef& src) {
+  // The VPU, the EUP and the XLUs' reductions read and write vector
+  // registers as well as VMEM (`registers`); the MXU, the DMA engines and
+  // the XLUs' transposes and lane rotations (which move data between
+  // strips) go through VMEM.
+  bool unary_tiles(std::size_t i, const TileRef& dst, const TileRef& src, bool registers = true) {
     const bool dst_ok = check_tile(i, dst, "dst");  // both checked, each reports
     const bool src_ok = check_tile(i, src, "src");
     const bool ok = dst_ok && src_ok;
-    if (ok) {
+    if (ok && registers) {
+      expect_space(i, dst, "dst", {MemSpace::kVmem, MemSpace::kVreg});
+      expect_space(i, src, "src", {MemSpace::kVmem, MemSpace::kVreg});
+    } else if (ok) {
       expect_space(i, dst, "dst", {MemSpace::kVmem});
       expect_space(i, src, "src", {MemSpace::kVmem});
     }
@@ -410,10 +428,10 @@ class Verifier {
     if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, 1, s.src.cols, "dst", "reduction along rows");
   }
   void check_op(std::size_t i, const XluTranspose& s) {
-    if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, s.src.cols, s.src.rows, "dst", "transpose");
+    if (unary_tiles(i, s.dst, s.src, false)) expect_shape(i, s.dst, s.src.cols, s.src.rows, "dst", "transpose");
   }
   void check_op(std::size_t i, const XluPermute& s) {
-    if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, s.src.rows, s.src.cols, "dst", "permute keeps the shape");
+    if (unary_tiles(i, s.dst, s.src, false)) expect_shape(i, s.dst, s.src.rows, s.src.cols, "dst", "permute keeps the shape");
   }
   void check_op(std::size_t i, const XluReduce& s) {
     if (unary_tiles(i, s.dst, s.src)) expect_shape(i, s.dst, s.src.rows, 1, "dst", "reduction across lanes");
@@ -669,7 +687,11 @@ class Verifier {
   }
 
   // ---- capacity and liveness ----
+  // Bytes, or for a vector-register buffer registers: one, as the unit
+  // streams its tiles a vreg-wide strip at a time through every instruction
+  // of the kernel (the buffer holds that strip's value).
   std::int64_t footprint(const Buffer& b) const {
+    if (b.space == MemSpace::kVreg) return 1;
     if (b.space != MemSpace::kVmem) return b.bytes();
     const auto [sub, lanes] = vmem_tiling(b.dtype);
     return dtype_bytes(b.dtype, ceil_to(b.rows(), sub) * ceil_to(b.cols(), lanes));
@@ -719,13 +741,15 @@ class Verifier {
     }
     for (std::size_t b = 0; b < nb; ++b) {
       // (A buffer nothing writes holds no value to carry.)
-      if ((carried[b] && written[b]) || p_.buffers[b].space != MemSpace::kVmem) {
+      const MemSpace space = p_.buffers[b].space;
+      if ((carried[b] && written[b]) || (space != MemSpace::kVmem && space != MemSpace::kVreg)) {
         first[b] = wide_first[b];
         last[b] = wide_last[b];
       }
     }
     check_space(MemSpace::kVmem, static_cast<std::int64_t>(chip_.core.vmem.capacity), first, last);
     check_space(MemSpace::kSmem, static_cast<std::int64_t>(chip_.core.smem.capacity), first, last);
+    check_space(MemSpace::kVreg, chip_.core.vpu.vregs, first, last);
     check_space(MemSpace::kHbm, static_cast<std::int64_t>(chip_.hbm.capacity), first, last);
   }
 
@@ -784,6 +808,11 @@ class Verifier {
   void check_space(MemSpace space, std::int64_t capacity, const std::vector<std::size_t>& first,
                    const std::vector<std::size_t>& last) {
     const std::string mem(name(space));
+    // Vector-register buffers count registers (footprint()), the rest bytes.
+    const auto amount = [&](std::int64_t v) {
+      return space == MemSpace::kVreg ? std::to_string(v) + " vector register" + (v == 1 ? "" : "s")
+                                      : format_quantity(static_cast<double>(v), Dimension::kBytes);
+    };
     const std::int64_t vreg_bytes = std::max<std::int64_t>(1, chip_.core.vpu.sublanes) *
                                     std::max<std::int64_t>(1, chip_.core.vpu.lanes) * 4;
     std::vector<std::size_t> ids;
@@ -794,14 +823,18 @@ class Verifier {
       const std::int64_t size = footprint(buffer);
       if (capacity > 0 && buffer.offset >= 0 && buffer.offset + size > capacity) {
         error(VerifyError::kCapacity, kNone, buffer.loc,
-              "buffer " + buffer.name + " (" + format_quantity(static_cast<double>(size), Dimension::kBytes) +
+              "buffer " + buffer.name + " (" + amount(size) +
                   " at offset " + std::to_string(buffer.offset) + ") ends past the " + mem +
-                  " capacity of " + format_quantity(static_cast<double>(capacity), Dimension::kBytes));
+                  " capacity of " + amount(capacity));
       } else if (capacity > 0 && buffer.offset < 0 && size > capacity) {
         error(VerifyError::kCapacity, kNone, buffer.loc,
-              "buffer " + buffer.name + " needs " + format_quantity(static_cast<double>(size), Dimension::kBytes) +
+              "buffer " + buffer.name + " needs " + amount(size) +
                   ", more than the " + mem + " capacity of " +
-                  format_quantity(static_cast<double>(capacity), Dimension::kBytes));
+                  amount(capacity));
+      }
+      if (space == MemSpace::kVreg && buffer.offset >= 0) {
+        error(VerifyError::kOperand, kNone, buffer.loc,
+              "vreg buffer " + buffer.name + " has an offset (vector registers have no address)");
       }
       if (space == MemSpace::kVmem && buffer.offset >= 0 && buffer.offset % vreg_bytes != 0) {
         error(VerifyError::kMisaligned, kNone, buffer.loc,
@@ -832,9 +865,9 @@ class Verifier {
           }
         }
         error(VerifyError::kCapacity, i,
-              "live " + mem + " buffers need " + format_quantity(static_cast<double>(live), Dimension::kBytes) +
+              "live " + mem + " buffers need " + amount(live) +
                   " here, more than the capacity of " +
-                  format_quantity(static_cast<double>(capacity), Dimension::kBytes) + ": " + names);
+                  amount(capacity) + ": " + names);
       }
     }
     if (space == MemSpace::kVmem) report_.summary.peak_vmem_bytes = peak;

@@ -20,6 +20,10 @@ A block is skipped (and listed) when a line `<!-- check-docs: skip REASON -->`
 precedes it, when it shows a usage line ("[--format json|csv]") or when a
 command names an input file that does not exist; `--only FILE` limits the run.
 
+`--update` rewrites each shown line whose numbers differ with the line the
+code prints now (lines that are no longer printed stay, and still fail):
+re-run it after a model change, then read the diff and the prose around it.
+
 Exit 0 when every checked example matches, 1 otherwise (each difference
 named FILE:LINE), 2 on bad usage. Python standard library only.
 """
@@ -115,8 +119,10 @@ def agree(shown, printed):
     return None
 
 
-def compare(expected, actual):
-    """Differences between shown lines and actual output, as (line, message)."""
+def compare(expected, actual, updates=None):
+    """Differences between shown lines and actual output, as (line, message).
+    `updates` (a dict), when given, receives line -> the printed line for
+    each shown line whose numbers differ."""
     problems = []
     got = actual.split("\n")
     at = 0
@@ -136,6 +142,8 @@ def compare(expected, actual):
             at = fit[0] + 1
             continue
         x, y = agree(text, got[same[0]])
+        if updates is not None:
+            updates[line] = got[same[0]].rstrip() + (EXIT_NOTE.search(text).group(0) if EXIT_NOTE.search(text) else "")
         problems.append((line, "shows {:g} but the code prints {:g}: {}".format(x, y, got[same[0]].strip())))
         at = same[0] + 1
     return problems
@@ -167,6 +175,8 @@ def main():
     ap.add_argument("--source", required=True, help="the repository root")
     ap.add_argument("--only", action="append", help="check only this file (relative to --source); repeatable")
     ap.add_argument("--list", action="store_true", help="list the examples and whether they run")
+    ap.add_argument("--update", action="store_true",
+                    help="rewrite shown lines whose numbers differ with what the code prints now")
     args = ap.parse_args()
     root = os.path.abspath(args.source)
     binary = os.path.abspath(args.tpusim)
@@ -187,6 +197,7 @@ def main():
                 if name in ("workloads", "configs", "scripts", "docs", "tests"):
                     os.symlink(os.path.join(root, name), os.path.join(scratch, name))
             made = set()
+            updates = {}
             for b in blocks_of(os.path.join(root, rel)):
                 where = "{}:{}".format(rel, b.line)
                 reason = b.skip
@@ -210,7 +221,7 @@ def main():
                     r = subprocess.run(["bash", "-c", command], cwd=scratch, env=env, capture_output=True,
                                        text=True, timeout=TIMEOUT_S)
                     shown = r.stdout + r.stderr
-                    problems = compare(expected, shown)
+                    problems = compare(expected, shown, updates if args.update else None)
                     checked += 1
                     for pl, msg in problems:
                         print("{}:{}: {}".format(rel, pl, msg))
@@ -218,6 +229,14 @@ def main():
                         failures += 1
                         print("{}:{}: `{}` differs (exit {})".format(rel, line, command, r.returncode))
             shutil.rmtree(scratch, ignore_errors=True)
+            if updates:
+                path = os.path.join(root, rel)
+                lines = open(path, encoding="utf-8").read().split("\n")
+                for line, text in updates.items():
+                    lines[line - 1] = text
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("\n".join(lines))
+                print("{}: {} lines updated".format(rel, len(updates)))
     finally:
         shutil.rmtree(bindir, ignore_errors=True)
     if not args.list:

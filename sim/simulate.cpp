@@ -25,16 +25,17 @@ bool claim_elaboration() {
 // aligned to 4 KiB (a DMA chunk and HBM page multiple on every preset).
 std::string place_buffers(const ChipConfig& chip, isa::Program& p) {
   constexpr std::int64_t kAlign = 4096;
-  std::int64_t next[4] = {0, 0, 0, 0};  // by isa::MemSpace: HBM, VMEM, SMEM, host
+  // (Vector-register buffers have no address: they live in the register file.)
+  std::int64_t next[5] = {0, 0, 0, 0, 0};  // by isa::MemSpace: HBM, VMEM, SMEM, host, vreg
   for (const auto& b : p.buffers) {
-    if (b.view_of != isa::TileRef::kNone) continue;  // placed with the buffer it views
+    if (b.view_of != isa::TileRef::kNone || b.space == isa::MemSpace::kVreg) continue;  // placed with the buffer it views
     if (b.offset >= 0) {
       auto& n = next[static_cast<int>(b.space)];
       n = std::max(n, b.offset + b.bytes());
     }
   }
   for (auto& b : p.buffers) {
-    if (b.offset >= 0 || b.view_of != isa::TileRef::kNone) continue;
+    if (b.offset >= 0 || b.view_of != isa::TileRef::kNone || b.space == isa::MemSpace::kVreg) continue;
     auto& n = next[static_cast<int>(b.space)];
     n = (n + kAlign - 1) / kAlign * kAlign;
     b.offset = n;

@@ -1,6 +1,8 @@
 #include "isa/lower/context.h"
 
 #include <algorithm>
+#include <set>
+#include <type_traits>
 
 namespace tpusim::lower {
 
@@ -149,6 +151,50 @@ std::uint32_t Ctx::vmem(std::string_view name, isa::DType d, std::int64_t rows, 
   vmem_next_ += (vmem_footprint(d, b.shape[0], b.shape[1]) + align - 1) / align * align;
   prog.buffers.push_back(std::move(b));
   return static_cast<std::uint32_t>(prog.buffers.size() - 1);
+}
+
+std::size_t Ctx::keep_in_registers(const std::vector<std::uint32_t>& candidates, std::size_t first_pc,
+                                   std::int64_t reserved) {
+  std::int64_t room = chip.core.vpu.vregs - reserved;
+  if (room <= 0 || candidates.empty()) return 0;
+  // Buffers some other unit (an XLU, the MXU, a DMA) touches need VMEM.
+  std::set<std::uint32_t> wanted(candidates.begin(), candidates.end()), vmem_only, used;
+  for (std::size_t pc = first_pc; pc < prog.code.size(); ++pc) {
+    std::visit(
+        [&](const auto& op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (!std::is_same_v<T, std::monostate>) {
+            constexpr bool registers = std::is_same_v<T, isa::VpuElementwise> ||
+                                       std::is_same_v<T, isa::VpuReduce> || std::is_same_v<T, isa::EupUnary> ||
+                                       std::is_same_v<T, isa::XluReduce>;
+            isa::for_each_field(op, [&](const isa::FieldInfo&, const auto& field) {
+              if constexpr (std::is_same_v<std::decay_t<decltype(field)>, isa::TileRef>) {
+                if (!field.present() || !wanted.contains(field.buffer)) return;
+                used.insert(field.buffer);
+                // A part of a value (a sort's halves) is read across strips.
+                const isa::Buffer& b = prog.buffers[field.buffer];
+                const bool whole = field.row == 0 && field.col == 0 && field.rows == b.rows() && field.cols == b.cols();
+                if (!registers || !whole) vmem_only.insert(field.buffer);
+              }
+            });
+          }
+        },
+        prog.code[pc].op);
+  }
+  std::size_t moved = 0;
+  for (const std::uint32_t b : candidates) {
+    if (room == 0) break;
+    isa::Buffer& buf = prog.buffers[b];
+    if (!used.contains(b) || vmem_only.contains(b) || buf.space != isa::MemSpace::kVmem ||
+        buf.view_of != isa::TileRef::kNone) {
+      continue;
+    }
+    buf.space = isa::MemSpace::kVreg;
+    buf.offset = -1;
+    --room;
+    ++moved;
+  }
+  return moved;
 }
 
 isa::TileRef Ctx::tile(std::uint32_t buffer, std::int64_t row, std::int64_t rows, std::int64_t col,

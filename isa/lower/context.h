@@ -90,6 +90,16 @@ class Ctx {
   // The buffers allocated since vmem_used() was `mark` are dead (their
   // piece of the section waited for all its DMAs): later ones reuse the room.
   void vmem_rewind(std::int64_t mark) { vmem_next_ = std::min(vmem_next_, mark); }
+  // Register allocation of a kernel's temporaries: of `candidates` (VMEM
+  // buffers of the code emitted since `first_pc`), those that only the VPU,
+  // the EUP and XLU reductions touch, always whole, move to vector registers, in order, while they
+  // fit core.vpu.vregs less `reserved` (the registers the kernel's streamed
+  // operands pass through). The kernel streams every tile a vreg-wide strip
+  // at a time through its instructions (docs/lowering.md), so each such
+  // buffer needs one register; the rest stay in VMEM (spilled). Returns how
+  // many moved.
+  std::size_t keep_in_registers(const std::vector<std::uint32_t>& candidates, std::size_t first_pc,
+                                std::int64_t reserved);
   // Megacore: this core's contiguous share [first, last) of `items` units of
   // work (all of them when cores = 1).
   [[nodiscard]] std::pair<std::int64_t, std::int64_t> core_share(std::int64_t items) const;

@@ -107,7 +107,11 @@ class Streamer {
     outputs_ = k_.outputs;
     choose_space();
     plan_arrays();
+    const std::size_t first_pc = c_.prog.code.size();
     emit_all();
+    // The kernel's values between its loads and stores stay in vector
+    // registers (one per streamed array's strip reserved).
+    c_.keep_in_registers(temps_, first_pc, static_cast<std::int64_t>(ins_.size() + outs_.size()));
   }
 
  private:

@@ -17,6 +17,12 @@ std::int64_t tile_vregs(const ChipConfig& c, const isa::Program& p, const isa::T
   return vregs_for_tile(c.core.vpu, t.rows, t.cols, buf(p, t).dtype);
 }
 
+// A tile the unit moves through VMEM (present and not held in vector registers).
+bool in_vmem(const isa::Program& p, const isa::TileRef& t) {
+  return t.present() && buf(p, t).space != isa::MemSpace::kVreg;
+}
+Bytes vmem_tile_bytes(const isa::Program& p, const isa::TileRef& t) { return in_vmem(p, t) ? tile_bytes(p, t) : 0; }
+
 }  // namespace
 
 Bytes tile_bytes(const isa::Program& p, const isa::TileRef& t) {
@@ -73,24 +79,26 @@ InstructionCost instruction_cost(const ChipConfig& c, const isa::Program& p, con
           VpuElementwise e;
           e.op = op.op;
           e.vregs = tile_vregs(c, p, op.dst);
-          e.vmem_inputs = (op.a.present() ? 1 : 0) + (op.b.present() ? 1 : 0) + (op.c.present() ? 1 : 0);
-          e.vmem_outputs = 1;
+          // Operands held in vector registers cost no load or store slot.
+          e.vmem_inputs = (in_vmem(p, op.a) ? 1 : 0) + (in_vmem(p, op.b) ? 1 : 0) + (in_vmem(p, op.c) ? 1 : 0);
+          e.vmem_outputs = in_vmem(p, op.dst) ? 1 : 0;
           r.timing = vpu_elementwise_timing(c.core.vpu, e);
           r.flops = static_cast<double>(op.dst.rows) * op.dst.cols;
-          r.vmem_bytes = tile_bytes(p, op.dst) + tile_bytes(p, op.a) + tile_bytes(p, op.b) + tile_bytes(p, op.c);
+          r.vmem_bytes = vmem_tile_bytes(p, op.dst) + vmem_tile_bytes(p, op.a) + vmem_tile_bytes(p, op.b) +
+                         vmem_tile_bytes(p, op.c);
         } else if constexpr (std::is_same_v<T, isa::VpuReduce>) {
-          r.timing = vpu_reduce_timing(c.core.vpu, op.src.rows, op.src.cols, buf(p, op.src).dtype, true);
+          r.timing = vpu_reduce_timing(c.core.vpu, op.src.rows, op.src.cols, buf(p, op.src).dtype, in_vmem(p, op.src));
           r.flops = static_cast<double>(op.src.rows) * op.src.cols;
-          r.vmem_bytes = tile_bytes(p, op.src) + tile_bytes(p, op.dst);
+          r.vmem_bytes = vmem_tile_bytes(p, op.src) + vmem_tile_bytes(p, op.dst);
         } else if constexpr (std::is_same_v<T, isa::XluTranspose> || std::is_same_v<T, isa::XluPermute> ||
                              std::is_same_v<T, isa::XluReduce>) {
           r.timing = xlu_timing(c.core.xlu, tile_vregs(c, p, op.src));
           if constexpr (std::is_same_v<T, isa::XluReduce>) r.flops = static_cast<double>(op.src.rows) * op.src.cols;
-          r.vmem_bytes = tile_bytes(p, op.src) + tile_bytes(p, op.dst);
+          r.vmem_bytes = vmem_tile_bytes(p, op.src) + vmem_tile_bytes(p, op.dst);
         } else if constexpr (std::is_same_v<T, isa::EupUnary>) {
           r.timing = eup_timing(c.core.eup, tile_vregs(c, p, op.src));
           r.transcendentals = static_cast<double>(op.src.rows) * op.src.cols;
-          r.vmem_bytes = tile_bytes(p, op.src) + tile_bytes(p, op.dst);
+          r.vmem_bytes = vmem_tile_bytes(p, op.src) + vmem_tile_bytes(p, op.dst);
         } else if constexpr (std::is_same_v<T, isa::Collective>) {
           // Single-chip runs only: the source bytes at the chip's total ICI
           // bandwidth plus one hop (PlaceholderCollectiveTimer's formula).

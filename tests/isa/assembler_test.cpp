@@ -144,7 +144,7 @@ TEST(Assembler, ReportsUnknownNamesAndBadRanges) {
 TEST(Assembler, ReportsBadDeclarations) {
   Diagnostic d = first_error(".buffer x dram f32 [8, 128]\n");
   EXPECT_EQ(d.column, 11);
-  EXPECT_NE(d.message.find("expected a memory space (hbm, vmem, smem, host)"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("expected a memory space (hbm, vmem, smem, host, vreg)"), std::string::npos) << d.message;
   d = first_error(".buffer x vmem f64 [8]\n");
   EXPECT_NE(d.message.find("expected a dtype"), std::string::npos) << d.message;
   d = first_error(".buffer x vmem f32 [8, 0]\n");

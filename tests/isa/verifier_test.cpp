@@ -24,6 +24,7 @@ ChipConfig test_chip() {
   c.core.mxu = MxuConfig{4, 128, 128, Dataflow::kWs, true, 1, 0, MxuRates{1.0, 0.0, 2.0, 0.0, 0.0}};
   c.core.vpu.sublanes = 8;
   c.core.vpu.lanes = 128;
+  c.core.vpu.vregs = 4;
   c.core.vpu.alus_per_lane = 4;
   c.core.vpu.vreg_loads_per_cycle = 1;
   c.core.vpu.vreg_stores_per_cycle = 1;
@@ -131,6 +132,53 @@ sem.wait sem=s count=2
   EXPECT_EQ(bad.count(VerifyError::kOperand), 2u) << dump(bad);
   EXPECT_NE(dump(bad).find("host memory is reached from HBM only"), std::string::npos) << dump(bad);
   EXPECT_NE(dump(bad).find("t.tasm:5:1"), std::string::npos) << dump(bad);
+}
+
+// Vector-register buffers (`vreg`): VPU, EUP and XLU-reduction operands,
+// always named whole, at most core.vpu.vregs of them live (one register
+// each: the strip a kernel is working on), never reached by DMA, the MXU,
+// transposes or lane rotations, and without an address.
+TEST(Verifier, VregBuffersHoldWholeValuesOfTheVectorUnits) {
+  const std::string ok = std::string(kHeader) + R"(.buffer r vreg f32 [256, 128]
+.buffer q vreg f32 [256, 1]
+vpu.mul dst=r a=yv b=yv
+eup.exp dst=r src=r
+xlu.reduce.sum dst=q src=r
+vpu.add dst=yv a=r b=q
+)";
+  const auto r = check(ok);
+  EXPECT_TRUE(r.ok()) << dump(r);
+  auto prog = assemble(ok, "t.tasm");
+  ASSERT_TRUE(prog.ok());
+  EXPECT_NE(print(*prog).find(".buffer r vreg f32 [256, 128]\n"), std::string::npos) << print(*prog);
+
+  const auto bad = check(std::string(kHeader) + R"(.buffer r vreg bf16 [256, 128]
+.buffer t vreg bf16 [128, 256]
+.buffer o vreg f32 [256, 128] offset=0
+dma.start dst=r src=x sem=s
+vpu.copy dst=r[0:128, 0:128] a=xv[0:128, 0:128]
+xlu.transpose dst=t src=r
+sem.wait sem=s
+)");
+  EXPECT_NE(dump(bad).find("t.tasm:10:1: error: [operand] vector registers are not addressable by DMA"), std::string::npos)
+      << dump(bad);
+  EXPECT_NE(dump(bad).find("t.tasm:11:1: error: [operand] dst tile r[0:128, 0:128] is part of vreg buffer r"), std::string::npos)
+      << dump(bad);
+  EXPECT_NE(dump(bad).find("t.tasm:12:1: error: [operand] dst t is in vreg; xlu.transpose needs vmem"), std::string::npos)
+      << dump(bad);
+  EXPECT_NE(dump(bad).find("vreg buffer o has an offset"), std::string::npos) << dump(bad);
+
+  // Five values live at once in a 4-register file.
+  std::string many = std::string(kHeader);
+  for (int k = 0; k < 5; ++k) many += ".buffer r" + std::to_string(k) + " vreg f32 [256, 128]\n";
+  for (int k = 0; k < 5; ++k) many += "vpu.copy dst=r" + std::to_string(k) + " a=yv\n";
+  for (int k = 0; k < 5; ++k) many += "vpu.add dst=yv a=yv b=r" + std::to_string(k) + "\n";
+  const auto full = check(many);
+  EXPECT_EQ(full.count(VerifyError::kCapacity), 1u) << dump(full);
+  EXPECT_NE(dump(full).find("live vreg buffers need 5 vector registers here, more than the capacity of 4 vector "
+                            "registers"),
+            std::string::npos)
+      << dump(full);
 }
 
 TEST(Verifier, ReportsOutOfBoundsTiles) {
