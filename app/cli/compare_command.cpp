@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
@@ -62,39 +63,94 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
   }
   if (worst != kOk) return worst;
 
-  // Per-op rows: matched by name; an op present on one side only is a row too.
+  // Per-op rows: matched by name. Ops left unmatched on both sides (XLA
+  // renames what it fuses: mul.98 becomes dot_multiply_fusion.1) are matched
+  // by their metadata op_name, the framework's name for them: every
+  // unmatched op of a with op_name X against every unmatched op of b with
+  // the same X, as one row named X. An op matched neither way is a row of
+  // its own side.
   struct Row {
     std::string name;
-    const json* x;
-    const json* y;
-    double delta;
+    std::vector<const json*> x, y;  // the ops of a and of b the row stands for
+    bool by_op_name = false;
+    double delta = 0;
+  };
+  const auto time_of = [](const std::vector<const json*>& ops) {
+    double t = 0;
+    for (const json* op : ops) t += num(*op, "time_s");
+    return t;
   };
   std::vector<Row> rows;
+  std::map<std::string, Row> by_op_name;
+  const auto op_name = [](const json& op) {
+    return op.contains("op_name") && op["op_name"].is_string() ? op["op_name"].get<std::string>() : std::string();
+  };
+  std::map<std::string, int> unmatched_b;  // op_name -> unmatched ops of b
+  for (const auto& [name, op] : side[1].ops) {
+    if (!side[0].ops.contains(name) && !op_name(op).empty()) ++unmatched_b[op_name(op)];
+  }
+  std::set<std::string> unmatched_a;
+  for (const auto& [name, op] : side[0].ops) {
+    if (!side[1].ops.contains(name) && !op_name(op).empty()) unmatched_a.insert(op_name(op));
+  }
   for (const auto& [name, op] : side[0].ops) {
     const auto it = side[1].ops.find(name);
-    const json* y = it == side[1].ops.end() ? nullptr : &it->second;
-    rows.push_back({name, &op, y, (y ? num(*y, "time_s") : 0.0) - num(op, "time_s")});
+    if (it != side[1].ops.end()) {
+      rows.push_back({name, {&op}, {&it->second}, false, 0});
+    } else if (const std::string k = op_name(op); !k.empty() && unmatched_b.contains(k)) {
+      Row& g = by_op_name[k];
+      g.name = k;
+      g.by_op_name = true;
+      g.x.push_back(&op);
+    } else {
+      rows.push_back({name, {&op}, {}, false, 0});
+    }
   }
   for (const auto& [name, op] : side[1].ops) {
-    if (!side[0].ops.contains(name)) rows.push_back({name, nullptr, &op, num(op, "time_s")});
+    if (side[0].ops.contains(name)) continue;
+    if (const std::string k = op_name(op); !k.empty() && unmatched_a.contains(k)) {
+      by_op_name[k].y.push_back(&op);
+    } else {
+      rows.push_back({name, {}, {&op}, false, 0});
+    }
   }
+  for (auto& [k, g] : by_op_name) rows.push_back(std::move(g));
+  for (Row& r : rows) r.delta = time_of(r.y) - time_of(r.x);
   std::stable_sort(rows.begin(), rows.end(),
                    [](const Row& p, const Row& q) { return std::abs(p.delta) > std::abs(q.delta); });
 
   const double ta = num(side[0].report, "step_time_s"), tb = num(side[1].report, "step_time_s");
   const double delta = tb - ta;
+  // A side's bound and limiter: its op's, or its longest op's in a group.
+  const auto longest = [](const std::vector<const json*>& ops) {
+    const json* best = nullptr;
+    for (const json* op : ops) {
+      if (best == nullptr || num(*op, "time_s") > num(*best, "time_s")) best = op;
+    }
+    return best;
+  };
+  const auto names = [](const std::vector<const json*>& ops) {
+    json a = json::array();
+    for (const json* op : ops) a.push_back((*op)["name"]);
+    return a;
+  };
   json rows_json = json::array();
   for (const Row& r : rows) {
+    const json* x = longest(r.x);
+    const json* y = longest(r.y);
     rows_json.push_back({{"name", r.name},
-                         {"a_time_s", r.x ? json(num(*r.x, "time_s")) : json(nullptr)},
-                         {"b_time_s", r.y ? json(num(*r.y, "time_s")) : json(nullptr)},
+                         {"a_time_s", x ? json(time_of(r.x)) : json(nullptr)},
+                         {"b_time_s", y ? json(time_of(r.y)) : json(nullptr)},
                          {"delta_s", r.delta},
                          {"share_of_difference", delta != 0 ? r.delta / delta : 0.0},
-                         {"a_bound", r.x ? (*r.x)["bound"] : json(nullptr)},
-                         {"b_bound", r.y ? (*r.y)["bound"] : json(nullptr)},
-                         {"a_limiter", r.x ? (*r.x)["limiter"] : json(nullptr)},
-                         {"b_limiter", r.y ? (*r.y)["limiter"] : json(nullptr)},
-                         {"in", r.x && r.y ? "both" : r.x ? "a" : "b"}});
+                         {"a_bound", x ? (*x)["bound"] : json(nullptr)},
+                         {"b_bound", y ? (*y)["bound"] : json(nullptr)},
+                         {"a_limiter", x ? (*x)["limiter"] : json(nullptr)},
+                         {"b_limiter", y ? (*y)["limiter"] : json(nullptr)},
+                         {"in", x && y ? "both" : x ? "a" : "b"},
+                         {"matched_by", x && y ? (r.by_op_name ? "op_name" : "name") : "none"},
+                         {"a_ops", names(r.x)},
+                         {"b_ops", names(r.y)}});
   }
   auto summary = [](const json& r) {
     double flops = 0;
@@ -124,7 +180,7 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
   }
   if (opt.format == Format::kCsv) {  // the op rows, largest change first
     out << rows_csv(j["ops"], {"name", "in", "a_time_s", "b_time_s", "delta_s", "share_of_difference", "a_bound",
-                               "b_bound", "a_limiter", "b_limiter"});
+                               "b_bound", "a_limiter", "b_limiter", "matched_by"});
     return kOk;
   }
   for (const char* k : {"a", "b"}) {
@@ -148,7 +204,10 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
     const json& r = rows_json[i];
     auto us = [](const json& v) { return v.is_null() ? std::string("-") : fmt::format("{:.3f}", v.get<double>() * 1e6); };
     auto bound = [](const json& v) { return v.is_null() ? std::string("-") : v.get<std::string>(); };
-    out << fmt::format("{:<36} {:>10} {:>12} {:>+12.3f} {:>7.1f}%   {}/{}\n", r["name"].get<std::string>(),
+    // A row matched by op_name shows how many ops of each side it stands for.
+    std::string name = r["name"].get<std::string>();
+    if (r["matched_by"] == "op_name") name = fmt::format("{} [{}:{}]", name, r["a_ops"].size(), r["b_ops"].size());
+    out << fmt::format("{:<36} {:>10} {:>12} {:>+12.3f} {:>7.1f}%   {}/{}\n", name,
                        us(r["a_time_s"]), us(r["b_time_s"]), r["delta_s"].get<double>() * 1e6,
                        100 * r["share_of_difference"].get<double>(), bound(r["a_bound"]), bound(r["b_bound"]));
   }

@@ -196,6 +196,7 @@ json report_json(const ReportInput& in) {
       const Limiter lim = limiter_of(op.stats, c, cores);
       ops.push_back({{"name", op.name},
                      {"opcode", b != nullptr ? b->opcode : ""},
+                     {"op_name", b != nullptr ? b->op_name : ""},
                      {"limiter", lim.name},
                      {"limiter_utilization", lim.utilization},
                      {"busiest_resource", lim.busiest},

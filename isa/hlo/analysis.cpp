@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "isa/hlo/attribute_values.h"
 #include "isa/hlo/parser.h"
 
 namespace tpusim::hlo {
@@ -109,6 +110,7 @@ RooflineReport roofline(const Module& module, const RooflineRates& rates) {
     RooflineRow row;
     row.name = std::string(insts[i]->name());
     row.opcode = std::string(insts[i]->opcode_text());
+    if (const auto md = metadata_attr(*insts[i])) row.op_name = md->op_name;
     row.category = std::string(op_category_name(opcode_category(insts[i]->opcode())));
     row.cost = c;
     row.intensity = safe_div(c.flops + c.transcendentals, c.bytes_accessed());

@@ -52,6 +52,7 @@ std::string_view bound_name(Bound b);  // "none", "compute", "memory", "communic
 struct RooflineRow {
   std::string name;      // instruction name (no %)
   std::string opcode;    // as written
+  std::string op_name;   // metadata op_name (the framework's name for it), "" when absent
   std::string category;  // op_category_name
   OpCost cost;
   double intensity = 0;  // flops per byte accessed (0 if no bytes)

@@ -1,5 +1,7 @@
 #include "isa/lower/fusion.h"
 
+#include "isa/hlo/attribute_values.h"
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -241,6 +243,7 @@ hlo::RooflineReport roofline_as_lowered(const hlo::Module& module, const hlo::Ro
     row.name = std::string(g.root->name());
     row.opcode = "fusion";
     row.category = "fusion";
+    if (const auto md = hlo::metadata_attr(*g.root)) row.op_name = md->op_name;  // as XLA names a fusion
     for (const Instruction* y : g.members) dropped.insert(std::string(y->name()));
     row.cost = group_cost(g, cost);
     set_times(row, rates);

@@ -105,10 +105,11 @@ TEST(CliReportCsv, ComparePrintsItsRowsAsCsv) {
   ASSERT_TRUE(table.ok()) << format_all(table.errors());
   EXPECT_EQ(table->header, (std::vector<std::string>{"name", "in", "a_time_s", "b_time_s", "delta_s",
                                                      "share_of_difference", "a_bound", "b_bound", "a_limiter",
-                                                     "b_limiter"}));
+                                                     "b_limiter", "matched_by"}));
   ASSERT_FALSE(table->records.empty());
   for (const auto& rec : table->records) {
     EXPECT_EQ(table->text(rec, "in"), "both");  // one module against itself
+    EXPECT_EQ(table->text(rec, "matched_by"), "name");
     EXPECT_EQ(*table->number(rec, "delta_s"), 0.0);
   }
 }

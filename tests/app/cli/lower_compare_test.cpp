@@ -6,6 +6,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -181,6 +182,63 @@ TEST(CliCompare, ComparingAModuleWithItselfIsZeroAndBadInputIsAnError) {
   const auto e = tpusim({"compare", hlo, bad});
   EXPECT_EQ(e.code, kUsageError);
   EXPECT_THAT(e.err, HasSubstr("bad2.hlo:4:1"));
+}
+
+// XLA renames what it fuses: the unfused add `a.2` (which tpusim's fusion
+// policy fuses with the multiply it reads, as XLA does) is the fusion
+// `fusion.7` of the optimized module. Both carry the framework's op_name
+// (metadata), so compare pairs them in one row instead of an a-only and a
+// b-only row whose shares sum past 100%. (Both lower to the same kernel, so
+// the row's delta, like the step's, is the difference of equal times.)
+TEST(CliCompare, OpsXlaRenamedMatchByTheirOpName) {
+  const std::string a = write_temp("unfused.hlo", R"(HloModule a
+ENTRY e {
+  p = f32[512,512] parameter(0)
+  q = f32[512,512] parameter(1)
+  m.1 = f32[512,512] multiply(p, q), metadata={op_type="mul" op_name="jit(f)/mul"}
+  ROOT a.2 = f32[512,512] add(m.1, q), metadata={op_type="add" op_name="jit(f)/add"}
+}
+)");
+  const std::string b = write_temp("fused.hlo", R"(HloModule b
+fused {
+  p0 = f32[512,512] parameter(0)
+  p1 = f32[512,512] parameter(1)
+  m = f32[512,512] multiply(p0, p1)
+  ROOT s = f32[512,512] add(m, p1)
+}
+ENTRY e {
+  p = f32[512,512] parameter(0)
+  q = f32[512,512] parameter(1)
+  ROOT fusion.7 = f32[512,512] fusion(p, q), kind=kLoop, calls=fused, metadata={op_type="add" op_name="jit(f)/add"}
+}
+)");
+  const auto c = tpusim({"compare", a, b, "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(c.code, kOk) << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  std::map<std::string, nlohmann::json> rows;
+  double sum = 0;
+  for (const auto& r : j["ops"]) {
+    rows[r["name"].get<std::string>()] = r;
+    sum += r["delta_s"].get<double>();
+  }
+  ASSERT_TRUE(rows.contains("jit(f)/add")) << j["ops"].dump(1);
+  const auto& add = rows["jit(f)/add"];
+  EXPECT_EQ(add["matched_by"], "op_name");
+  EXPECT_EQ(add["in"], "both");
+  EXPECT_EQ(add["a_ops"], (nlohmann::json{"a.2"}));
+  EXPECT_EQ(add["b_ops"], (nlohmann::json{"fusion.7"}));
+  EXPECT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(sum, j["delta_s"].get<double>(), 1e-12);
+  // The row's sides are the ops' own times in each run.
+  const auto ra = binary("run " + a + " --chip v5e --format json -q");
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  for (const auto& op : nlohmann::json::parse(ra.out)["ops"]) {
+    if (op["name"] == "a.2") EXPECT_DOUBLE_EQ(add["a_time_s"].get<double>(), op["time_s"].get<double>());
+    if (op["name"] == "a.2") EXPECT_EQ(op["op_name"], "jit(f)/add");
+  }
+  const auto t = tpusim({"compare", a, b, "--chip", "v5e"});
+  ASSERT_EQ(t.code, kOk) << t.err;
+  EXPECT_THAT(t.out, HasSubstr("jit(f)/add [1:1]"));
 }
 
 // One module on two chips: side a on the first --chip, side b on the
