@@ -158,11 +158,80 @@ for case, tol in (("identical", 1e-9), ("pipelined", 1e-3), ("nested", 1e-3), ("
     lines.append(f"| {case} | {', '.join(l['loop'] for l in loops)} | {sims} | {1e6*tf:.3f} | {1e6*te:.3f} | "
                  f"{100*diff:+.5f}% | {'exact' if tol < 1e-6 else f'{100*tol:g}%'} | {'pass' if ok else 'FAIL'} |")
 
+gemm_path = os.path.join(out_dir, "validate_gemm_hw.json")
+if os.path.exists(gemm_path):
+    gm = json.load(open(gemm_path))
+    lines += ["", "## GEMMs against measured TPUs", "",
+              "Reference: `tests/validation/refs/hw/gemm.csv` (183 published GEMM timings of v6e and one TPU7x",
+              "TensorCore, each row citing its source; see that folder's README). `tpusim validate gemm` compiles",
+              "and simulates each dot on the preset. Host-timed rows (Python wall clock per call) add a per-call",
+              "overhead fitted per series (chip, dtype, timing) on its **calibration rows only**: the median of",
+              "measured - predicted over the cal rows whose predicted device time is at most a quarter of the",
+              "measured time (dispatch and `block_until_ready`, about 120-150 us). Device-timed rows are compared",
+              "directly. The cal/val split was fixed in the CSV before any error was computed. Target (hardware",
+              "issue): val MAPE <= 10% per chip; reported here, not failed on.", "",
+              "| series (chip dtype timing) | overhead us | cal rows | val rows | cal MAPE | val MAPE | val bias | "
+              "target |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for sr in gm["series"]:
+        cal, val = sr["cal"], sr["val"]
+        met = "met" if val["rows"] and val["mape"] <= 0.10 else "missed" if val["rows"] else "-"
+        lines.append(f"| {sr['chip']} {sr['dtype']} {sr['timing']} | {1e6*sr['overhead_s']:.1f} | {cal['rows']} | "
+                     f"{val['rows']} | {100*cal['mape']:.1f}% | {100*val['mape']:.1f}% | "
+                     f"{100*val['signed_mean']:+.1f}% | {met} |")
+    by_chip = {}
+    for r in gm["rows"]:
+        if r["split"] == "val":
+            by_chip.setdefault(r["chip"], []).append(abs(r["error"]))
+    lines += ["", "Val MAPE per chip (every dtype and timing): " +
+              ", ".join(f"{c} {100*sum(v)/len(v):.1f}% ({len(v)} rows)" for c, v in sorted(by_chip.items())) + ".",
+              "", "Where the target is missed, why (what the rows show):",
+              "- Large bf16 dots, device-timed: tpusim runs 8192^3 on v6e at 98% of the MXU peak (1222 us) where",
+              "  the profile shows 1329 us with a 64 MiB scoped-VMEM limit and 1511 us without; XLA's scoped VMEM",
+              "  limit (smaller tiles, operands re-streamed from HBM) is not modelled yet.",
+              "- f32 rows ran with JAX's default precision (bf16 MXU passes). tpusim converts the f32 operands to",
+              "  bf16 on the VPU per tile; several v6e f32 rows are far off their neighbours in the source itself.",
+              "- Host-timed rows carry the dispatch loop's jitter (single runs of 100 calls, no spread published).",
+              ""]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        img_dir = os.path.join(os.path.dirname(os.path.abspath(md_path)), "img")
+        os.makedirs(img_dir, exist_ok=True)
+        fig, ax = plt.subplots(figsize=(6, 5))
+        marks = {"cal": "o", "val": "^"}
+        colors = {}
+        for r in gm["rows"]:
+            key = f"{r['chip']} {r['dtype']} {r['timing']}"
+            colors.setdefault(key, f"C{len(colors) % 10}")
+            ax.scatter(1e6 * r["measured_s"], 1e6 * r["predicted_s"], s=14, marker=marks[r["split"]],
+                       color=colors[key], label=key if r["split"] == "val" else None)
+        lo = min(1e6 * min(r["measured_s"], r["predicted_s"]) for r in gm["rows"])
+        hi = max(1e6 * max(r["measured_s"], r["predicted_s"]) for r in gm["rows"])
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.plot([lo, hi], [1.1 * lo, 1.1 * hi], "k:", lw=0.6)
+        ax.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.6)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured us")
+        ax.set_ylabel("tpusim us (host rows: + fitted per-call overhead)")
+        ax.set_title("GEMMs: tpusim vs measured TPUs (o cal, ^ val; dotted: +-10%)")
+        handles, labels = ax.get_legend_handles_labels()
+        uniq = dict(zip(labels, handles))
+        ax.legend(uniq.values(), uniq.keys(), fontsize=7)
+        fig.tight_layout()
+        for ext in ("png", "svg"):
+            fig.savefig(os.path.join(img_dir, f"validation_gemm.{ext}"), dpi=110)
+        plt.close(fig)
+        lines += ["![GEMMs: tpusim against measured TPUs](img/validation_gemm.svg)", ""]
+    except ImportError:
+        lines += ["(No plot: matplotlib is not installed; scripts/setup.sh installs python3-matplotlib.)", ""]
+
 lines += ["", "## Not yet covered", "",
-          "- Multi-chip step times against measured profiles (`validate step` takes a system such as 4x4x4;",
-          "  no measured multi-chip profile is in ../shared/refs yet).",
-          "- Published step-time profiles of whole models on real TPUs (none in ../shared/refs yet; bring them",
-          "  as `step` rows).", ""]
+          "- The other measured families gathered in `tests/validation/refs/hw/` (collectives, HBM copy,",
+          "  MaxText training steps, JetStream serving) are not run yet: the training steps need a full-step",
+          "  generator under workloads/gen; see that folder's README for how each is to be reproduced.", ""]
 open(md_path, "w").write("\n".join(lines))
 print(f"{failed} case(s) outside tolerance")
 sys.exit(1 if failed else 0)

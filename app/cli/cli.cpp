@@ -166,9 +166,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     action = [&] { return cmd_sweep(opt, sweep_opt, out, err); };
   });
 
-  auto* validate = app.add_subcommand("validate", "Compare tpusim against reference data (systolic, collective, step, roofline)");
+  auto* validate = app.add_subcommand("validate", "Compare tpusim against reference data (systolic, collective, step, roofline, gemm)");
   std::string kind;
-  validate->add_option("kind", kind, "systolic | collective | step | roofline")->required();
+  validate->add_option("kind", kind,
+                       "systolic | collective | step | roofline | gemm (measured TPU GEMMs: a per-series table of "
+                       "errors; fails only with --tolerance)")
+      ->required();
   validate->add_option("file", input,
                         "reference CSV (collective: optional named columns tolerance, slices, "
                         "dcn_bytes_per_s_per_chip, dcn_latency_s, algorithm; see docs/interconnect.md)")

@@ -22,6 +22,7 @@
 #include "sim/collective_timer.h"
 #include "app/report/report.h"
 #include "sim/simulate.h"
+#include "app/validate/validate_gemm.h"
 #include "app/validate/validate_hlo.h"
 #include "sim/spmd.h"
 #include "app/validate/validate_systolic.h"
@@ -263,7 +264,11 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
   if (kind == "roofline") {
     return validate_roofline_csv(file, tolerance.empty() ? 0.5 : tol, opt.format == Format::kJson, out, err, opt.strict);
   }
-  err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step or roofline\n", kind);
+  if (kind == "gemm") {  // measured hardware: report only unless a tolerance is given
+    return validate_gemm_csv(file, tolerance.empty() ? -1.0 : tol, opt.format == Format::kJson, out, err);
+  }
+  err << fmt::format("tpusim validate: unknown kind '{}'; expected systolic, collective, step, roofline or gemm\n",
+                     kind);
   return kUsageError;
 }
 
