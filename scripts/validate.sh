@@ -29,6 +29,12 @@ status=0
 # Measured TPUs (report only: docs/validation.md states the targets and misses).
 "$TPUSIM" validate gemm tests/validation/refs/hw/gemm.csv --format json \
   > out/validate_gemm_hw.json || status=1
+# Measured collectives and HBM copy as whole modules: exit 1 means a row
+# missed its 10% target, which the report states (not a failure of the suite).
+rc=0
+"$TPUSIM" validate step tests/validation/refs/hw/measured_step.csv --format json \
+  > out/validate_measured_step.json || rc=$?
+[ "$rc" -le 1 ] || status=1
 # Internal consistency: full vs symmetric multi-chip mode on the tp8 layer
 # (v5p, 8 and 16 chips; tests/sim/spmd_test.cpp checks 64 as well).
 for sys in 8 4x4; do

@@ -232,7 +232,8 @@ ENTRY e {
   // The row's sides are the ops' own times in each run.
   const auto ra = binary("run " + a + " --chip v5e --format json -q");
   ASSERT_EQ(ra.code, 0) << ra.err;
-  for (const auto& op : nlohmann::json::parse(ra.out)["ops"]) {
+  const auto runa = nlohmann::json::parse(ra.out);  // (a range-for over a temporary's member would dangle)
+  for (const auto& op : runa["ops"]) {
     if (op["name"] == "a.2") EXPECT_DOUBLE_EQ(add["a_time_s"].get<double>(), op["time_s"].get<double>());
     if (op["name"] == "a.2") EXPECT_EQ(op["op_name"], "jit(f)/add");
   }
