@@ -32,7 +32,7 @@ status=0
 # Measured collectives and HBM copy as whole modules: exit 1 means a row
 # missed its 10% target, which the report states (not a failure of the suite).
 rc=0
-"$TPUSIM" validate step tests/validation/refs/hw/measured_step.csv --format json \
+"$TPUSIM" validate step tests/validation/refs/measured_hw_step.csv --format json \
   > out/validate_measured_step.json || rc=$?
 [ "$rc" -le 1 ] || status=1
 # Internal consistency: full vs symmetric multi-chip mode on the tp8 layer

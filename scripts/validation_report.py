@@ -235,7 +235,7 @@ if os.path.exists(ms_path):
               "Reference: `tests/validation/refs/hw/collectives.csv` and `hbm.csv` (the scaling book's profiled",
               "v5e AllGathers, the tpu-recipes v6e-256 psum and v6e HBM copy), each reproduced as a whole HLO",
               "module (`tests/validation/refs/hw/hlo/`, run by `tpusim validate step` from",
-              "`measured_step.csv`). Target 10%; reported, not failed on. No constant is fitted on these rows.", "",
+              "`tests/validation/refs/measured_hw_step.csv`). Target 10%; reported, not failed on. No constant is fitted on these rows.", "",
               "| workload | chip | system | measured us | tpusim us | error | target | source |",
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in ms["rows"]:
