@@ -69,15 +69,27 @@ enum class WrapRule {
 #undef TPUSIM_X
 };
 
+// How HBM bursts map to channels (sim/timing/hbm_timing.h).
+#define TPUSIM_HBM_ADDRESS_MAPS(X) \
+  X(kXor, "xor")                   \
+  X(kModulo, "modulo")
+enum class HbmAddressMap {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_HBM_ADDRESS_MAPS(TPUSIM_X)
+#undef TPUSIM_X
+};
+
 [[nodiscard]] std::string_view enum_name(Dataflow v);
 [[nodiscard]] std::string_view enum_name(LoopMode v);
 [[nodiscard]] std::string_view enum_name(CollectiveAlgorithm v);
 [[nodiscard]] std::string_view enum_name(WrapRule v);
+[[nodiscard]] std::string_view enum_name(HbmAddressMap v);
 // False (out unchanged) when `text` is not a name of the enum.
 bool parse_enum(std::string_view text, Dataflow& out);
 bool parse_enum(std::string_view text, LoopMode& out);
 bool parse_enum(std::string_view text, CollectiveAlgorithm& out);
 bool parse_enum(std::string_view text, WrapRule& out);
+bool parse_enum(std::string_view text, HbmAddressMap& out);
 
 struct MxuConfig {
   std::int64_t count = 0;
@@ -157,6 +169,7 @@ struct HbmConfig {
   double capacity = 0;   // bytes
   double bandwidth = 0;  // bytes/s, whole chip
   std::int64_t channels = 0;
+  HbmAddressMap address_map = HbmAddressMap::kModulo;
   double latency = 0;        // seconds
   double access_granularity = 0;  // bytes
   double efficiency = 1.0;   // fraction of nominal bandwidth a long stream reaches

@@ -23,6 +23,39 @@ void add_run(std::vector<std::int64_t>& per_channel, std::int64_t first, std::in
   for (std::int64_t i = 0; i < rem; ++i) per_channel[static_cast<std::size_t>((c0 + i) % ch)] += 1;
 }
 
+// The XOR address map (hbm.address_map: xor), for any channel count C:
+// burst b goes to channel (b mod C + h(b div C)) mod C, where h XOR-folds
+// the higher part's bits in k-bit groups (2^k >= C). Each aligned block of
+// C consecutive bursts shares one rotation, so it covers every channel once
+// (streams balance exactly as under modulo); a stride that is a multiple of
+// C bursts changes the higher part row by row, so its rows rotate over the
+// channels instead of camping on one.
+struct XorMap {
+  std::int64_t channels = 1;
+  int k = 0;
+  explicit XorMap(std::int64_t c) : channels(c) {
+    while ((std::int64_t{1} << k) < c) ++k;
+  }
+  [[nodiscard]] std::int64_t channel(std::int64_t burst) const {
+    std::uint64_t high = static_cast<std::uint64_t>(burst / channels), x = 0;
+    const std::uint64_t mask = (std::uint64_t{1} << k) - 1;
+    for (; high != 0 && k > 0; high >>= k) x ^= high & mask;
+    return (burst % channels + static_cast<std::int64_t>(x % static_cast<std::uint64_t>(channels))) % channels;
+  }
+  // Adds a run of n consecutive bursts from `first`: the whole aligned
+  // blocks at once (one burst per channel each), the ends burst by burst.
+  void add_run(std::vector<std::int64_t>& per_channel, std::int64_t first, std::int64_t n) const {
+    const std::int64_t end = first + n;
+    const std::int64_t a = std::min(end, (first + channels - 1) / channels * channels);
+    const std::int64_t z = std::max(a, end / channels * channels);
+    for (std::int64_t b = first; b < a; ++b) per_channel[static_cast<std::size_t>(channel(b))] += 1;
+    if (const std::int64_t blocks = (z - a) / channels; blocks > 0) {
+      for (auto& c : per_channel) c += blocks;
+    }
+    for (std::int64_t b = z; b < end; ++b) per_channel[static_cast<std::size_t>(channel(b))] += 1;
+  }
+};
+
 // Bursts of a tile and those of its busiest channel. Depends on the tile only
 // through its row count and length and, modulo g·channels (where the channel
 // pattern repeats), its offset and stride.
@@ -30,6 +63,24 @@ struct BurstCounts {
   std::int64_t bursts = 0;
   std::int64_t busiest = 0;
 };
+
+// Under the XOR map: every row's run of bursts (no period short of the
+// address space; at most the tile's bursts plus two blocks per row of work).
+BurstCounts count_bursts_xor(std::int64_t g, std::int64_t channels, const StridedTile& tile) {
+  const XorMap map(channels);
+  std::vector<std::int64_t> per_channel(static_cast<std::size_t>(channels), 0);
+  BurstCounts r;
+  const std::int64_t rows = tile.dense() ? 1 : tile.rows;
+  const Bytes len = tile.dense() ? tile.useful_bytes() : tile.row_bytes;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const auto s = static_cast<std::int64_t>(tile.offset + static_cast<Bytes>(row) * tile.stride_bytes);
+    const std::int64_t first = s / g, last = (s + static_cast<std::int64_t>(len) - 1) / g;
+    map.add_run(per_channel, first, last - first + 1);
+    r.bursts += last - first + 1;
+  }
+  r.busiest = *std::max_element(per_channel.begin(), per_channel.end());
+  return r;
+}
 
 BurstCounts count_bursts(std::int64_t g, std::int64_t channels, const StridedTile& tile) {
   std::vector<std::int64_t> per_channel(static_cast<std::size_t>(channels), 0);
@@ -78,27 +129,30 @@ BurstCounts count_bursts(std::int64_t g, std::int64_t channels, const StridedTil
 
 // count_bursts, remembered: a loop's DMAs repeat the same few patterns every
 // iteration, and a strided pattern costs up to g·channels row steps. The key
-// is everything the counts depend on (offset and stride reduced modulo
-// g·channels), so a hit returns exactly what a computation would.
-BurstCounts count_bursts_cached(std::int64_t g, std::int64_t channels, const StridedTile& tile) {
-  const auto wrap = static_cast<Bytes>(g * channels);
-  const std::array<std::int64_t, 6> key = {g,
+// is everything the counts depend on (under modulo, offset and stride
+// reduced modulo g·channels; under XOR, the whole offset and stride), so a
+// hit returns exactly what a computation would.
+BurstCounts count_bursts_cached(std::int64_t g, std::int64_t channels, HbmAddressMap map, const StridedTile& tile) {
+  const bool xor_map = map == HbmAddressMap::kXor;
+  const auto wrap = xor_map ? static_cast<Bytes>(-1) : static_cast<Bytes>(g * channels);
+  const std::array<std::int64_t, 7> key = {g,
                                            channels,
+                                           xor_map ? 1 : 0,
                                            tile.rows,
                                            static_cast<std::int64_t>(tile.row_bytes),
                                            tile.dense() ? -1 : static_cast<std::int64_t>(tile.stride_bytes % wrap),
                                            static_cast<std::int64_t>(tile.offset % wrap)};
   struct KeyHash {
-    std::size_t operator()(const std::array<std::int64_t, 6>& k) const {
+    std::size_t operator()(const std::array<std::int64_t, 7>& k) const {
       std::size_t h = 0;
       for (const auto v : k) h = h * 1000003U ^ std::hash<std::int64_t>{}(v);
       return h;
     }
   };
-  thread_local std::unordered_map<std::array<std::int64_t, 6>, BurstCounts, KeyHash> cache;
+  thread_local std::unordered_map<std::array<std::int64_t, 7>, BurstCounts, KeyHash> cache;
   if (const auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= (1U << 16)) cache.clear();  // bounded memory
-  const BurstCounts r = count_bursts(g, channels, tile);
+  const BurstCounts r = xor_map ? count_bursts_xor(g, channels, tile) : count_bursts(g, channels, tile);
   cache.emplace(key, r);
   return r;
 }
@@ -123,7 +177,7 @@ HbmTransferTiming hbm_transfer(const HbmConfig& hbm, const StridedTile& tile) {
   // controllers often pair them into 64 B. The config says which.
   const auto g = static_cast<std::int64_t>(std::max(1.0, hbm.access_granularity));
   const std::int64_t channels = std::max<std::int64_t>(1, hbm.channels);
-  const BurstCounts counts = count_bursts_cached(g, channels, tile);
+  const BurstCounts counts = count_bursts_cached(g, channels, hbm.address_map, tile);
   r.bursts = counts.bursts;
   r.moved_bytes = static_cast<Bytes>(r.bursts * g);
   r.busiest_channel_bursts = counts.busiest;

@@ -5,11 +5,13 @@
 // Model (each term cited in hbm_timing.cpp):
 //  * every row of the tile is fetched in whole access-granularity bursts, so a
 //    short or misaligned row wastes the rest of its first/last burst;
-//  * bursts interleave round-robin over the channels by address
-//    (burst index mod channels); a channel moves bandwidth·efficiency/channels
-//    bytes per second, and the transfer ends when its busiest channel does
-//    (so a stride that is a multiple of granularity·channels camps on one
-//    channel);
+//  * bursts spread over the channels by hbm.address_map: modulo (default) is
+//    burst index mod channels (a stride that is a multiple of
+//    granularity·channels camps on one channel); xor rotates that by an
+//    XOR-fold of the index's higher bits, as memory controllers hash
+//    addresses, so streams and power-of-two strides both spread. A channel moves
+//    bandwidth·efficiency/channels bytes per second, and the transfer ends
+//    when its busiest channel does;
 //  * one access latency is paid up front (requests are pipelined after it).
 #pragma once
 

@@ -44,26 +44,35 @@ DotCost cost_on(const ChipConfig& chip, const DotSpec& d, const DotTiling& t) {
 // row starts on channel 0, so 4 of the 16 channels carry the tile: a quarter
 // of the bandwidth, 4 / 819e9 s per byte (the KV cache's case).
 TEST(DotCost, StridedLhsTileIsTheHbmModelsTransferTime) {
-  const ChipConfig c = tpusim::testing::preset("v5e");
+  ChipConfig c = tpusim::testing::preset("v5e");
   const DotSpec d = bf16_dot(512, 4096, 4096);
   const DotTiling t{256, 512, 128, false, false};
-  const DotCost cost = cost_on(c, d, t);
-  // lhs read once per N tile (nk > 1): 512 x 4096 x 2 B x 8.
+  // lhs read once per N tile (nk > 1): 512 x 4096 x 2 B x 8, in 256-byte
+  // rows 8 KiB apart. The XOR address map spreads those rows over all 16
+  // channels: the full 819 GB/s.
   const double lhs_bytes = 512.0 * 4096 * 2 * 8;
-  EXPECT_NEAR(cost.lhs_hbm_s, lhs_bytes * 4 / 819e9, 1e-12 * cost.lhs_hbm_s);
-  // ... which is hbm_transfer's time for that tile, per byte.
   const StridedTile tile{256, 256, 8192, 0};
-  const HbmTransferTiming h = hbm_transfer(c.hbm, tile);
-  EXPECT_DOUBLE_EQ(cost.lhs_hbm_s, lhs_bytes * h.transfer_seconds / static_cast<double>(h.useful_bytes));
+  for (const HbmAddressMap map : {HbmAddressMap::kXor, HbmAddressMap::kModulo}) {
+    c.hbm.address_map = map;
+    const DotCost cost = cost_on(c, d, t);
+    // Under modulo every row starts on one channel (8192 = 8 x 64 B x 16):
+    // 4 of the 16 channels serve the read, a quarter of the bandwidth.
+    const double expected = lhs_bytes * (map == HbmAddressMap::kXor ? 1 : 4) / 819e9;
+    EXPECT_NEAR(cost.lhs_hbm_s, expected, 1e-12 * cost.lhs_hbm_s) << enum_name(map);
+    // ... which is hbm_transfer's time for that tile, per byte.
+    const HbmTransferTiming h = hbm_transfer(c.hbm, tile);
+    EXPECT_DOUBLE_EQ(cost.lhs_hbm_s, lhs_bytes * h.transfer_seconds / static_cast<double>(h.useful_bytes));
+  }
 }
 
-// K = 1376 (the training step's FFN width): 256-byte runs at a 2752-byte
-// pitch = 43 bursts, 43 mod 16 = 11 is coprime to 16, so 16 consecutive
+// K = 1376 (the training step's FFN width), modulo address map: 256-byte
+// runs at a 2752-byte pitch = 43 bursts, 43 mod 16 = 11 is coprime to 16, so 16 consecutive
 // rows start on 16 different channels and 256 rows load every channel with
 // 64 bursts: the full bandwidth, 1 / 819e9 s per byte. (A fitted "linear
 // below 1 KiB per row" curve, the compiler's own model before, charged 4x.)
 TEST(DotCost, StrideSpreadOverTheChannelsRunsAtFullBandwidth) {
-  const ChipConfig c = tpusim::testing::preset("v5e");
+  ChipConfig c = tpusim::testing::preset("v5e");
+  c.hbm.address_map = HbmAddressMap::kModulo;  // the derivation above
   const DotSpec d = bf16_dot(2048, 1376, 4096);
   const DotTiling t{256, 512, 128, false, false};
   const DotCost cost = cost_on(c, d, t);

@@ -19,6 +19,7 @@ HbmConfig test_hbm() {
   h.channels = 8;
   h.access_granularity = 64;
   h.latency = 500e-9;
+  h.address_map = HbmAddressMap::kModulo;  // the hand-derived numbers below; the XOR map has tests of its own
   return h;
 }
 
@@ -118,6 +119,65 @@ TEST(HbmTiming, RememberedPatternsGiveTheCountsOfEachTile) {
       const auto t = hbm_transfer(h, tile);
       EXPECT_EQ(t.bursts, bursts) << tile.rows << "x" << tile.row_bytes << " stride " << tile.stride_bytes;
       EXPECT_EQ(t.busiest_channel_bursts, busiest) << tile.rows << "x" << tile.row_bytes;
+    }
+  }
+}
+
+// The XOR address map, enumerated independently: burst b goes to channel
+// (b mod C + h) mod C, h = the k-bit groups (2^k >= C) of b div C XORed
+// together, mod C.
+std::pair<std::int64_t, std::int64_t> brute_force_xor(const StridedTile& tile, std::int64_t g, std::int64_t channels) {
+  int k = 0;
+  while ((std::int64_t{1} << k) < channels) ++k;
+  std::vector<std::int64_t> per(static_cast<std::size_t>(channels), 0);
+  std::int64_t bursts = 0;
+  for (std::int64_t r = 0; r < tile.rows; ++r) {
+    const auto s = static_cast<std::int64_t>(tile.offset + static_cast<Bytes>(r) * tile.stride_bytes);
+    for (std::int64_t b = s / g; b <= (s + static_cast<std::int64_t>(tile.row_bytes) - 1) / g; ++b) {
+      std::int64_t x = 0;
+      for (std::int64_t rest = b / channels; rest != 0 && k > 0; rest >>= k) x ^= rest & ((std::int64_t{1} << k) - 1);
+      ++per[static_cast<std::size_t>((b % channels + x % channels) % channels)];
+      ++bursts;
+    }
+  }
+  return {bursts, *std::max_element(per.begin(), per.end())};
+}
+
+TEST(HbmTiming, XorMapSpreadsAPowerOfTwoStride) {
+  // A KV-cache read as decode does it: 2048 rows of 256 B (4 bursts), 8 KiB
+  // apart, over 128 channels of 64 B bursts. Under modulo every row starts
+  // on channel 0 (8192 = 64 x 128): 4 channels serve all 8192 bursts, 2048
+  // each. Under XOR row r = r0 + 128 r1 (its bursts' higher part is r) lands
+  // on channels (j + r0 ^ r1) mod 128 (j = 0..3), and r0 ^ r1 takes every
+  // value 16 times: 64 bursts per channel.
+  HbmConfig h = test_hbm();
+  h.channels = 128;
+  const StridedTile tile{2048, 256, 8192, 0};
+  EXPECT_EQ(hbm_transfer(h, tile).busiest_channel_bursts, 2048);
+  h.address_map = HbmAddressMap::kXor;
+  const auto x = hbm_transfer(h, tile);
+  EXPECT_EQ(x.bursts, 8192);
+  EXPECT_EQ(x.busiest_channel_bursts, 64);
+  // A dense stream balances as under modulo: 1 MiB over 8 channels, 2048
+  // each; over 48 (not a power of two), ceil(16384 / 48) = 342.
+  h.channels = 8;
+  EXPECT_EQ(hbm_transfer(h, StridedTile{1, 1 << 20, 1 << 20, 0}).busiest_channel_bursts, 2048);
+  h.channels = 48;
+  EXPECT_EQ(hbm_transfer(h, StridedTile{1, 1 << 20, 1 << 20, 0}).busiest_channel_bursts, 342);
+}
+
+TEST(HbmTiming, XorMapMatchesBruteForce) {
+  for (const std::int64_t channels : {8, 6, 32, 48}) {
+    HbmConfig h = test_hbm();
+    h.channels = channels;
+    h.address_map = HbmAddressMap::kXor;
+    for (const StridedTile tile :
+         {StridedTile{1000, 40, 100, 7}, StridedTile{777, 200, 300, 13}, StridedTile{513, 64, 512, 0},
+          StridedTile{3, 5, 1 << 20, 63}, StridedTile{1, 100000, 100000, 4000}, StridedTile{300, 4096, 65536, 192}}) {
+      const auto [bursts, busiest] = brute_force_xor(tile, 64, channels);
+      const auto t = hbm_transfer(h, tile);
+      EXPECT_EQ(t.bursts, bursts) << channels << " channels, " << tile.rows << "x" << tile.row_bytes;
+      EXPECT_EQ(t.busiest_channel_bursts, busiest) << channels << " channels, " << tile.rows << "x" << tile.row_bytes;
     }
   }
 }
