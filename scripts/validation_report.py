@@ -162,7 +162,8 @@ gemm_path = os.path.join(out_dir, "validate_gemm_hw.json")
 if os.path.exists(gemm_path):
     gm = json.load(open(gemm_path))
     lines += ["", "## GEMMs against measured TPUs", "",
-              "Reference: `tests/validation/refs/hw/gemm.csv` (183 published GEMM timings of v6e and one TPU7x",
+              f"Reference: `tests/validation/refs/hw/gemm.csv` ({len(gm['rows'])} rows here: published GEMM timings "
+              "of v6e and one TPU7x",
               "TensorCore, each row citing its source; see that folder's README). `tpusim validate gemm` compiles",
               "and simulates each dot on the preset. Host-timed rows (Python wall clock per call) add a per-call",
               "overhead fitted per series (chip, dtype, timing) on its **calibration rows only**: the median of",
