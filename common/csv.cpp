@@ -35,15 +35,17 @@ const std::string& CsvTable::text(const CsvRecord& r, std::string_view name) con
   return r.fields[static_cast<size_t>(c)];
 }
 
+Diagnostic CsvTable::error_at(const CsvRecord& r, std::string_view name, std::string message) const {
+  const int c = column(name);
+  const int col = c >= 0 && static_cast<size_t>(c) < r.columns.size() ? r.columns[static_cast<size_t>(c)] : 1;
+  return Diagnostic{file, r.line, col, std::move(message), ""};
+}
+
 Result<double> CsvTable::number(const CsvRecord& r, std::string_view name) const {
   const int c = column(name);
   double v = 0;
   if (c < 0 || static_cast<size_t>(c) >= r.fields.size() || !parse_number(r.fields[static_cast<size_t>(c)], v)) {
-    const int col = c >= 0 && static_cast<size_t>(c) < r.columns.size() ? r.columns[static_cast<size_t>(c)] : 1;
-    return Diagnostic{file, r.line, col,
-                      fmt::format("column '{}' must be a number, got '{}'", name,
-                                  c >= 0 && static_cast<size_t>(c) < r.fields.size() ? r.fields[static_cast<size_t>(c)] : ""),
-                      ""};
+    return error_at(r, name, fmt::format("column '{}' must be a number, got '{}'", name, text(r, name)));
   }
   return v;
 }

@@ -31,6 +31,9 @@ struct CsvTable {
   // Field `name` of `r`, parsed as a number; a diagnostic at the field when malformed.
   [[nodiscard]] Result<double> number(const CsvRecord& r, std::string_view name) const;
   [[nodiscard]] const std::string& text(const CsvRecord& r, std::string_view name) const;
+  // An error at field `name` of `r` (file:line:column; column 1 when the
+  // record lacks it).
+  [[nodiscard]] Diagnostic error_at(const CsvRecord& r, std::string_view name, std::string message) const;
 };
 
 Result<CsvTable> read_csv_file(const std::string& path);

@@ -85,9 +85,9 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
   const auto op_name = [](const json& op) {
     return op.contains("op_name") && op["op_name"].is_string() ? op["op_name"].get<std::string>() : std::string();
   };
-  std::map<std::string, int> unmatched_b;  // op_name -> unmatched ops of b
+  std::set<std::string> unmatched_b;  // op_names of b's ops unmatched by name
   for (const auto& [name, op] : side[1].ops) {
-    if (!side[0].ops.contains(name) && !op_name(op).empty()) ++unmatched_b[op_name(op)];
+    if (!side[0].ops.contains(name) && !op_name(op).empty()) unmatched_b.insert(op_name(op));
   }
   std::set<std::string> unmatched_a;
   for (const auto& [name, op] : side[0].ops) {

@@ -8,7 +8,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
-#include <tuple>
 #include <unistd.h>
 
 #include "app/hlo_run.h"
@@ -19,11 +18,6 @@ namespace tpusim {
 namespace {
 
 using nlohmann::json;
-
-Diagnostic at(const CsvTable& t, const CsvRecord& r, std::string_view column, std::string message) {
-  const int c = t.column(column);
-  return Diagnostic{t.file, r.line, c >= 0 ? r.columns[static_cast<std::size_t>(c)] : 1, std::move(message), ""};
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -113,7 +107,7 @@ int validate_gemm_csv(const std::string& path, double tolerance, bool as_json, s
     const auto integer = [&](std::string_view col, std::int64_t& v) {
       auto x = table->number(rec, col);
       if (!x.ok() || !(*x >= 1) || *x != std::floor(*x)) {
-        bad.push_back(at(*table, rec, col, fmt::format("{} must be a positive integer", col)));
+        bad.push_back(table->error_at(rec, col, fmt::format("{} must be a positive integer", col)));
         ok = false;
         return;
       }
@@ -125,23 +119,23 @@ int validate_gemm_csv(const std::string& path, double tolerance, bool as_json, s
     integer("tensorcores", r.tensorcores);
     for (const auto* col : {"dtype", "out_dtype"}) {
       if (!kHloType.contains(table->text(rec, col))) {
-        bad.push_back(at(*table, rec, col, fmt::format("{} '{}': expected bf16, f32, s8, s32, f16 or fp8", col,
+        bad.push_back(table->error_at(rec, col, fmt::format("{} '{}': expected bf16, f32, s8, s32, f16 or fp8", col,
                                                       table->text(rec, col))));
         ok = false;
       }
     }
     if (r.timing != "host" && r.timing != "device") {
-      bad.push_back(at(*table, rec, "timing", "timing must be host or device"));
+      bad.push_back(table->error_at(rec, "timing", "timing must be host or device"));
       ok = false;
     }
     if (r.split != "cal" && r.split != "val") {
-      bad.push_back(at(*table, rec, "split", "split must be cal or val"));
+      bad.push_back(table->error_at(rec, "split", "split must be cal or val"));
       ok = false;
     }
     const std::string unit = table->text(rec, "unit");
     auto measured = table->number(rec, "measured");
     if (!measured.ok() || !(*measured > 0) || (unit != "us" && unit != "ms" && unit != "s")) {
-      bad.push_back(at(*table, rec, "measured", "measured must be a positive time with unit us, ms or s"));
+      bad.push_back(table->error_at(rec, "measured", "measured must be a positive time with unit us, ms or s"));
       ok = false;
     } else {
       r.measured_s = *measured * (unit == "us" ? 1e-6 : unit == "ms" ? 1e-3 : 1.0);
@@ -151,7 +145,7 @@ int validate_gemm_csv(const std::string& path, double tolerance, bool as_json, s
     if (!configs.contains(key)) {
       auto cfg = load_config(r.chip);
       if (!cfg.ok()) {
-        bad.push_back(at(*table, rec, "chip", fmt::format("chip '{}': {}", r.chip, cfg.errors().front().message)));
+        bad.push_back(table->error_at(rec, "chip", fmt::format("chip '{}': {}", r.chip, cfg.errors().front().message)));
         continue;
       }
       ChipConfig c = cfg->chip;

@@ -26,11 +26,6 @@ std::string resolve(const std::string& csv, const std::string& p, bool may_be_pr
   return fs::exists(beside) ? beside.string() : p;
 }
 
-Diagnostic at(const CsvTable& t, const CsvRecord& r, std::string_view column, std::string message) {
-  const int c = t.column(column);
-  return Diagnostic{t.file, r.line, c >= 0 ? r.columns[static_cast<std::size_t>(c)] : 1, std::move(message), ""};
-}
-
 struct Common {
   std::string workload, chip_name, source;
   ChipConfig chip;
@@ -43,14 +38,14 @@ bool read_common(const CsvTable& t, const CsvRecord& r, Common& c, std::vector<D
   c.chip_name = t.text(r, "chip");
   c.source = t.column("source") >= 0 ? t.text(r, "source") : "";
   if (!std::filesystem::exists(c.workload)) {
-    bad.push_back(at(t, r, "workload", fmt::format("workload '{}' not found", t.text(r, "workload"))));
+    bad.push_back(t.error_at(r, "workload", fmt::format("workload '{}' not found", t.text(r, "workload"))));
     return false;
   }
   auto cfg = load_config(resolve(t.file, c.chip_name, true), sets);
   if (!cfg.ok()) {
     std::string why;
     for (const auto& d : cfg.errors()) why += (why.empty() ? "" : "; ") + d.format();
-    bad.push_back(at(t, r, "chip", fmt::format("chip '{}': {}", c.chip_name, why)));
+    bad.push_back(t.error_at(r, "chip", fmt::format("chip '{}': {}", c.chip_name, why)));
     return false;
   }
   c.chip = cfg->chip;
@@ -68,7 +63,7 @@ bool optional_number(const CsvTable& t, const CsvRecord& r, std::string_view nam
     return false;
   }
   if (!(*v > 0)) {
-    bad.push_back(at(t, r, name, fmt::format("column '{}' must be positive", name)));
+    bad.push_back(t.error_at(r, name, fmt::format("column '{}' must be positive", name)));
     return false;
   }
   out = *v;
@@ -110,7 +105,7 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
       // A topology such as 8, 4x4 or 4x4x4: chips per axis.
       const std::string list = system_to_yaml_list(row.system);
       if (list.empty()) {
-        bad.push_back(at(*table, rec, "system",
+        bad.push_back(table->error_at(rec, "system",
                          fmt::format("system '{}': expected 1 or chips per axis like 8, 4x4 or 4x4x4", row.system)));
         continue;
       }
@@ -123,7 +118,7 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
       continue;
     }
     if (!(*ref > 0)) {
-      bad.push_back(at(*table, rec, "ref_step_time_s", "ref_step_time_s must be a positive time in seconds"));
+      bad.push_back(table->error_at(rec, "ref_step_time_s", "ref_step_time_s must be a positive time in seconds"));
       continue;
     }
     row.ref = *ref;
@@ -194,11 +189,11 @@ int validate_roofline_csv(const std::string& path, double tolerance, bool as_jso
     if (!optional_number(*table, rec, "max_factor", 1 + tolerance, row.max_factor, bad)) continue;
     if (!optional_number(*table, rec, "op_slack", kDefaultOpSlack, row.op_slack, bad)) continue;
     if (row.op_slack >= 1) {
-      bad.push_back(at(*table, rec, "op_slack", "op_slack is a fraction below 1, e.g. 0.05"));
+      bad.push_back(table->error_at(rec, "op_slack", "op_slack is a fraction below 1, e.g. 0.05"));
       continue;
     }
     if (row.max_factor < 1) {
-      bad.push_back(at(*table, rec, "max_factor", "max_factor must be at least 1 (a time at or above the bound)"));
+      bad.push_back(table->error_at(rec, "max_factor", "max_factor must be at least 1 (a time at or above the bound)"));
       continue;
     }
     rows.push_back(std::move(row));

@@ -121,9 +121,9 @@ int validate_systolic_csv(const std::string& path, double tolerance, bool json, 
         bad.insert(bad.end(), n.errors().begin(), n.errors().end());
         ok = false;
       } else if (*n < (i < 5 ? 1 : 0) || std::floor(*n) != *n) {
-        bad.push_back(Diagnostic{path, rec.line, rec.columns[static_cast<size_t>(table->column(names[i]))],
-                                 fmt::format("column '{}' must be a {} integer", names[i], i < 5 ? "positive" : "non-negative"),
-                                 ""});
+        bad.push_back(table->error_at(rec, names[i],
+                                      fmt::format("column '{}' must be a {} integer", names[i],
+                                                  i < 5 ? "positive" : "non-negative")));
         ok = false;
       } else {
         v[i] = *n;
@@ -131,8 +131,7 @@ int validate_systolic_csv(const std::string& path, double tolerance, bool json, 
     }
     row.c.dataflow = table->text(rec, "dataflow");
     if (!parse_dataflow(row.c.dataflow)) {
-      bad.push_back(Diagnostic{path, rec.line, rec.columns[static_cast<size_t>(table->column("dataflow"))],
-                               fmt::format("dataflow must be ws, os or is, got '{}'", row.c.dataflow), ""});
+      bad.push_back(table->error_at(rec, "dataflow", fmt::format("dataflow must be ws, os or is, got '{}'", row.c.dataflow)));
       ok = false;
     }
     if (!ok) continue;
