@@ -6,6 +6,9 @@
 # configs/chips and configs/sweeps. Exits non-zero if
 # a fuzzer finds a crash; the input is left in build-fuzz/crash-<target>-*.
 # A longer run: FUZZ_SECONDS=3600 scripts/fuzz.sh
+# FUZZ_BUILD_DIR=DIR uses that build directory; if it is already configured
+# with -DTPUSIM_BUILD_FUZZ=ON (scripts/test.sh's sanitizer build is), only the
+# fuzz targets are built there, without reconfiguring it.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,8 +17,10 @@ SECONDS_TO_RUN="${FUZZ_SECONDS:-60}"
 CORPUS_SRC="${HLO_CORPUS_DIR:-$ROOT/../shared/refs/hlo-corpus/files}"
 JOBS="${JOBS:-2}"
 
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++ -DTPUSIM_BUILD_FUZZ=ON -DTPUSIM_BUILD_BENCH=OFF >/dev/null
+if ! grep -qs '^TPUSIM_BUILD_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++ -DTPUSIM_BUILD_FUZZ=ON -DTPUSIM_BUILD_BENCH=OFF >/dev/null
+fi
 ninja -C "$BUILD" -j"$JOBS" hlo_parser_fuzz tasm_fuzz config_fuzz sweep_spec_fuzz
 
 WORK="$(mktemp -d)"
