@@ -53,12 +53,10 @@ void axis_use(const NetworkCollectiveTimer& timer, const CollectiveFabric& fabri
   }
 }
 
-}  // namespace
-
-Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<isa::Program>> programs,
-                              const SpmdOptions& options, bool network) {
-  const std::string file =
-      programs.empty() || programs.front().empty() ? std::string("<program>") : programs.front().front().file;
+// Every chip runs `ncores` programs: one, or one per TensorCore.
+std::optional<Diagnostic> check_programs(const ChipConfig& chip,
+                                         const std::vector<std::vector<isa::Program>>& programs,
+                                         const std::string& file) {
   if (programs.empty() || programs.front().empty()) return Diagnostic{file, 0, 0, "internal: no program to run", ""};
   const std::size_t ncores = programs.front().size();
   for (const auto& c : programs) {
@@ -68,6 +66,92 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
                         ""};
     }
   }
+  return std::nullopt;
+}
+
+// What the report says about how the system was simulated.
+void setup_notes(const ChipConfig& chip, const std::vector<std::vector<isa::Program>>& programs,
+                 const SpmdResult& out, bool network, SimResult& result) {
+  const std::size_t ncores = programs.front().size();
+  if (ncores > 1 && chip.simulation.loops != LoopMode::kFull) {
+    result.notes.push_back("megacore: only loops around whole sections (HLO while loops) are extrapolated; a "
+                           "kernel's own loops run in full on each TensorCore");
+  }
+  if (chip.tensorcores > static_cast<std::int64_t>(ncores)) {
+    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
+  } else if (ncores > 1) {
+    result.notes.push_back(fmt::format("megacore: {} TensorCores{} run their share of every section and meet at "
+                                       "core.barrier; they share the chip's HBM",
+                                       ncores, network ? " per chip" : ""));
+  }
+  if (network) {
+    for (const auto& axis : wraparound_notes(chip.system)) result.notes.push_back("wraparound: " + axis);
+    result.notes.push_back(
+        out.mode == SpmdMode::kFull
+            ? fmt::format("full mode: {} chips simulated; each collective completes at its group's last issue + the "
+                          "network time of all its groups on the {}",
+                          out.chips, out.topology)
+            : fmt::format("symmetric mode: chip 0 simulated; each collective timed on the {} with all {} chips "
+                          "issuing it at once",
+                          out.topology, out.chips));
+    return;
+  }
+  for (const auto& inst : programs.front().front().code) {
+    if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
+      result.notes.push_back("collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
+      break;
+    }
+  }
+}
+
+// After the run: step time, per-chip times, loops, reuse, provenance and the
+// cores' use, from the simulated chips (chip 0 stands for the others).
+void collect(const ChipConfig& chip, const std::vector<std::vector<isa::Program>>& programs,
+             const std::vector<std::unique_ptr<Chip>>& chips, bool network, SpmdResult& out) {
+  SimResult& result = out.sim;
+  result.finished = true;
+  double step = 0;
+  for (std::size_t d = 0; d < chips.size(); ++d) {
+    const Chip& c = *chips[d];
+    const auto device = static_cast<std::int64_t>(d);
+    if (!c.finished()) {
+      result.finished = false;
+      c.blocked(network ? fmt::format("chip {}", d) : std::string(), result.blocked);
+    }
+    const double end = c.end_seconds();
+    step = std::max(step, end);
+    if (network) {
+      // Core 0 issues the chip's collectives: its timeline splits compute and communication.
+      const TensorCore& core0 = c.core(0);
+      out.chip_times.push_back(ChipTime{device, end, core0.compute_seconds(), core0.communication_seconds(),
+                                        core0.exposed_communication_seconds()});
+    }
+    result.stats.add(fmt::format("chip{}.seconds", d), StatUnit::kSeconds, "simulated time of the program").value = end;
+  }
+  result.seconds = step;
+  result.cycles = std::round(step * chip.clock);
+  result.loops = chips.front()->core(0).extrapolated_loops();
+  for (auto& note : loop_notes(result.loops)) result.notes.push_back(std::move(note));
+  result.reused = chips.front()->core(0).reused_sections();
+  for (auto& note : reuse_notes(result.reused)) result.notes.push_back(std::move(note));
+  std::vector<const TensorCore*> views;
+  std::vector<const isa::Program*> progs;
+  for (std::size_t c = 0; c < programs.front().size(); ++c) {
+    views.push_back(&chips.front()->core(c));
+    progs.push_back(&programs.front()[c]);
+  }
+  result.provenance = detail::merge_provenance(views, progs);
+  for (const TensorCore* core : views) result.cores.push_back(core->use());
+}
+
+}  // namespace
+
+Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<isa::Program>> programs,
+                              const SpmdOptions& options, bool network) {
+  const std::string file =
+      programs.empty() || programs.front().empty() ? std::string("<program>") : programs.front().front().file;
+  if (auto bad = check_programs(chip, programs, file)) return *bad;
+  const std::size_t ncores = programs.front().size();
   const HbmModelInfo* hbm_model = find_hbm_model(chip.hbm.model);
   if (hbm_model == nullptr) {
     return Diagnostic{file, 0, 0, fmt::format("internal: hbm.model '{}' is not a registered HBM model", chip.hbm.model),
@@ -132,10 +216,6 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     core_chip.simulation.loops = LoopMode::kFull;
     result.notes.push_back("loops simulated in full: the chips run different programs (extrapolation needs SPMD)");
   }
-  if (ncores > 1 && chip.simulation.loops != LoopMode::kFull) {
-    result.notes.push_back("megacore: only loops around whole sections (HLO while loops) are extrapolated; a "
-                           "kernel's own loops run in full on each TensorCore");
-  }
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
   std::vector<std::unique_ptr<Chip>> chips;
@@ -147,39 +227,14 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
                                            network ? SpmdBinding{fabric.get(), d} : SpmdBinding{},
                                            network || ncores > 1 ? &loop_coordinator : nullptr));
   }
-  if (chip.tensorcores > static_cast<std::int64_t>(ncores)) {
-    result.notes.push_back(fmt::format("the program runs on TensorCore 0 of {}; the others idle", chip.tensorcores));
-  } else if (ncores > 1) {
-    result.notes.push_back(fmt::format("megacore: {} TensorCores{} run their share of every section and meet at "
-                                       "core.barrier; they share the chip's HBM",
-                                       ncores, network ? " per chip" : ""));
-  }
-  if (network) {
-    for (const auto& axis : wraparound_notes(chip.system)) result.notes.push_back("wraparound: " + axis);
-    result.notes.push_back(
-        mode == SpmdMode::kFull
-            ? fmt::format("full mode: {} chips simulated; each collective completes at its group's last issue + the "
-                          "network time of all its groups on the {}",
-                          n, out.topology)
-            : fmt::format("symmetric mode: chip 0 simulated; each collective timed on the {} with all {} chips "
-                          "issuing it at once",
-                          out.topology, n));
-  } else {
-    for (const auto& inst : programs.front().front().code) {
-      if (isa::opcode(inst.op) == isa::Opcode::kCollective) {
-        result.notes.push_back(
-            "collectives are timed as bytes / total ICI bandwidth + one hop (single-chip placeholder)");
-        break;
-      }
-    }
-  }
+  setup_notes(chip, programs, out, network, result);
 
   sc_core::sc_start();  // runs until no events remain: completion or deadlock
 
   // "chip 3" in a system (chip 0 too), nothing for a lone chip.
-  auto who = [&](std::int64_t d) { return network ? fmt::format("chip {}", d) : std::string(); };
   for (std::int64_t d = 0; d < simulated; ++d) {
-    if (std::string e = chips[static_cast<std::size_t>(d)]->error(who(d)); !e.empty()) {
+    const std::string who = network ? fmt::format("chip {}", d) : std::string();
+    if (std::string e = chips[static_cast<std::size_t>(d)]->error(who); !e.empty()) {
       return Diagnostic{file, 0, 0, std::move(e), ""};
     }
   }
@@ -189,47 +244,14 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
         "(groups shifted by {} devices)",
         n / fabric->tiled_copies(), n, fabric->tiled_copies(), n / fabric->tiled_copies()));
   }
-  result.finished = true;
-  double step = 0;
-  for (std::int64_t d = 0; d < simulated; ++d) {
-    const Chip& c = *chips[static_cast<std::size_t>(d)];
-    if (!c.finished()) {
-      result.finished = false;
-      c.blocked(who(d), result.blocked);
-    }
-    const double end = c.end_seconds();
-    step = std::max(step, end);
-    if (network) {
-      // Core 0 issues the chip's collectives: its timeline splits compute and communication.
-      const TensorCore& core0 = c.core(0);
-      out.chip_times.push_back(ChipTime{d, end, core0.compute_seconds(), core0.communication_seconds(),
-                                        core0.exposed_communication_seconds()});
-    }
-    result.stats.add(fmt::format("chip{}.seconds", d), StatUnit::kSeconds, "simulated time of the program").value = end;
-  }
+  collect(chip, programs, chips, network, out);
   if (fabric) {
     for (const auto& b : fabric->blocked()) result.blocked.push_back(b);
-  }
-  result.seconds = step;
-  result.cycles = std::round(step * chip.clock);
-  result.loops = chips.front()->core(0).extrapolated_loops();
-  for (auto& note : loop_notes(result.loops)) result.notes.push_back(std::move(note));
-  result.reused = chips.front()->core(0).reused_sections();
-  for (auto& note : reuse_notes(result.reused)) result.notes.push_back(std::move(note));
-  {
-    std::vector<const TensorCore*> views;
-    std::vector<const isa::Program*> progs;
-    for (std::size_t c = 0; c < ncores; ++c) {
-      views.push_back(&chips.front()->core(c));
-      progs.push_back(&programs.front()[c]);
-    }
-    result.provenance = detail::merge_provenance(views, progs);
-    for (const TensorCore* core : views) result.cores.push_back(core->use());
   }
   if (network) {
     out.collectives = fabric->rows();
     out.network_runs = timer->network_runs();
-    axis_use(*timer, *fabric, step, out);
+    axis_use(*timer, *fabric, result.seconds, out);
   }
   if (trace) trace->finish();
   return out;

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
@@ -394,14 +395,11 @@ bool parse_shard(std::string_view text, int& index, int& count, std::string& err
   return true;
 }
 
-Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, std::ostream& err) {
-  const auto t0 = Clock::now();
-  SweepSummary sum;
-  const std::vector<Point> points = expand_points(spec);
-  sum.points = points.size();
+namespace {
 
-  // Results file: resume reads what is there, otherwise it must be new.
-  std::set<std::string> done;
+// Opens (and locks) the results file; on --resume, the keys of the records
+// already there go into `done`.
+Result<int> open_results(const RunnerOptions& opt, SweepSummary& sum, std::set<std::string>& done, std::ostream& err) {
   std::error_code ec;
   if (const auto dir = std::filesystem::path(opt.results_path).parent_path(); !dir.empty()) {
     std::filesystem::create_directories(dir, ec);
@@ -409,39 +407,47 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
   }
   const int fd = open(opt.results_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Diagnostic{opt.results_path, 0, 0, fmt::format("cannot write: {}", std::strerror(errno)), ""};
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
+  const auto fail = [fd](Diagnostic d) -> Result<int> {
+    close(fd);
+    return d;
+  };
   // One writer per results file: a second sweep into it would run and write
   // every point again. The lock goes with the descriptor (and the process).
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    return Diagnostic{opt.results_path, 0, 0,
-                      errno == EWOULDBLOCK
-                          ? "another sweep is writing this results file; wait for it (then --resume) or write "
-                            "elsewhere (--results, --out)"
-                          : fmt::format("cannot lock: {}", std::strerror(errno)),
-                      ""};
+    return fail(Diagnostic{opt.results_path, 0, 0,
+                           errno == EWOULDBLOCK
+                               ? "another sweep is writing this results file; wait for it (then --resume) or write "
+                                 "elsewhere (--results, --out)"
+                               : fmt::format("cannot lock: {}", std::strerror(errno)),
+                           ""});
   }
   const bool exists = std::filesystem::file_size(opt.results_path, ec) > 0 && !ec;
   if (exists && !opt.resume) {
-    return Diagnostic{opt.results_path, 0, 0,
-                      "results file already exists; pass --resume to continue it, or remove it to start over", ""};
+    return fail(Diagnostic{opt.results_path, 0, 0,
+                           "results file already exists; pass --resume to continue it, or remove it to start over",
+                           ""});
   }
   if (exists) {
     std::string e;
-    if (!repair_jsonl_tail(opt.results_path, e)) return Diagnostic{opt.results_path, 0, 0, e, ""};
+    if (!repair_jsonl_tail(opt.results_path, e)) return fail(Diagnostic{opt.results_path, 0, 0, e, ""});
     auto old = read_records({opt.results_path});
-    if (!old) return old.errors();
+    if (!old) {
+      close(fd);
+      return old.errors();
+    }
     for (const auto& r : old->records) done.insert(record_key(r));
     // Their points run again (nothing readable records them).
     for (const auto& d : old->skipped) err << d.format() << "; its point runs again\n";
     sum.corrupt = old->corrupt;
   }
+  return fd;
+}
 
-  // Build this shard's items; record infeasible and invalid ones at once.
-  std::deque<Item> queue;
-  std::vector<Record> immediate;
+// This shard's runs: to run (`queue`), or recorded at once (`immediate`:
+// invalid or infeasible configurations); those already done are skipped.
+void plan_items(const SweepSpec& spec, const std::vector<Point>& points, const RunnerOptions& opt,
+                const std::set<std::string>& done, SweepSummary& sum, std::deque<Item>& queue,
+                std::vector<Record>& immediate) {
   const std::size_t nw = spec.workloads.size();
   const double timeout = opt.timeout_s.value_or(spec.timeout_s);
   for (const auto& p : points) {
@@ -512,6 +518,111 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
       queue.push_back(std::move(it));
     }
   }
+}
+
+// Rank 0 of a distributed sweep: lends runs from the shared queue to the
+// other ranks and records what they send back.
+class RankServer {
+ public:
+  using RecordFn = std::function<bool(Record&, int)>;
+  RankServer(RankLink& link, std::deque<Item>& queue, RecordFn record)
+      : link_(link), queue_(queue), record_(std::move(record)), nworkers_(link.size() - 1),
+        lent_(static_cast<std::size_t>(nworkers_) + 1), finished_(static_cast<std::size_t>(nworkers_) + 1, false) {}
+
+  [[nodiscard]] bool all_done() const { return workers_done_ >= nworkers_; }
+  [[nodiscard]] bool write_failed() const { return write_failed_; }
+
+  // Handles every message waiting; an error ends the sweep.
+  std::optional<Diagnostic> serve() {
+    while (auto m = link_.try_receive()) {
+      const auto from = static_cast<std::size_t>(m->from);
+      // A rank that said kDone gets nothing more: what it took could never come back.
+      if (m->from < 1 || m->from > nworkers_ || finished_[from]) continue;
+      if (m->tag == RankTag::kRequest) {
+        lend(m->from);
+      } else if (m->tag == RankTag::kResult) {
+        if (auto d = take_result(m->from, m->payload)) return d;
+      } else if (m->tag == RankTag::kDone) {
+        finish(m->from);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  void lend(int rank) {
+    if (queue_.empty()) {
+      link_.send(rank, RankTag::kStop, "");
+      return;
+    }
+    Item it = std::move(queue_.front());
+    queue_.pop_front();
+    link_.send(rank, RankTag::kAssign, item_json(it).dump());
+    lent_[static_cast<std::size_t>(rank)].emplace(it.index, std::move(it));
+  }
+
+  std::optional<Diagnostic> take_result(int rank, const std::string& payload) {
+    Record r = Record::parse(payload, nullptr, /*allow_exceptions=*/false);
+    if (r.is_discarded()) {
+      return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a malformed record", rank), ""};
+    }
+    const bool has_index = r.is_object() && r.contains("_index") && r["_index"].is_number_unsigned();
+    const auto idx = has_index ? r["_index"].get<std::size_t>() : 0;
+    if (has_index) r.erase("_index");
+    if (!has_index || lent_[static_cast<std::size_t>(rank)].erase(idx) == 0) {
+      return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a record for run {} it was not given", rank, idx),
+                        ""};
+    }
+    if (!record_(r, rank)) write_failed_ = true;
+    return std::nullopt;
+  }
+
+  void finish(int rank) {
+    ++workers_done_;
+    const auto from = static_cast<std::size_t>(rank);
+    finished_[from] = true;
+    // A rank that ends with runs outstanding lost them: record that, never drop them.
+    for (auto& [idx, it] : lent_[from]) {
+      it.record["status"] = "failed";
+      it.record["metrics"] = Record::object();
+      it.record["error"] = fmt::format("rank {} finished without returning this run", rank);
+      if (!record_(it.record, rank)) write_failed_ = true;
+    }
+    lent_[from].clear();
+  }
+
+  RankLink& link_;
+  std::deque<Item>& queue_;
+  RecordFn record_;
+  int nworkers_;
+  std::vector<std::map<std::size_t, Item>> lent_;  // by rank
+  std::vector<bool> finished_;
+  int workers_done_ = 0;
+  bool write_failed_ = false;
+};
+
+}  // namespace
+
+Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, std::ostream& err) {
+  const auto t0 = Clock::now();
+  SweepSummary sum;
+  const std::vector<Point> points = expand_points(spec);
+  sum.points = points.size();
+
+  // Results file: resume reads what is there, otherwise it must be new.
+  std::set<std::string> done;
+  auto opened = open_results(opt, sum, done, err);
+  if (!opened) return opened.errors();
+  const int fd = *opened;
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+
+  // Build this shard's items; record infeasible and invalid ones at once.
+  std::deque<Item> queue;
+  std::vector<Record> immediate;
+  plan_items(spec, points, opt, done, sum, queue, immediate);
 
   Progress progress(opt, err, immediate.size() + queue.size());
   RankLink* link = opt.workers != nullptr && opt.workers->size() > 1 ? opt.workers : nullptr;
@@ -532,74 +643,32 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
 
   // Rank 0 of a distributed sweep serves the other ranks from the same
   // queue between its own runs; with no other ranks this is the local runner.
-  const int nworkers = link != nullptr ? link->size() - 1 : 0;
-  std::vector<std::map<std::size_t, Item>> lent(static_cast<std::size_t>(nworkers) + 1);  // by rank
-  std::vector<bool> finished(static_cast<std::size_t>(nworkers) + 1, false);
-  int workers_done = 0;
-  std::string write_error;
-  auto serve = [&]() -> std::optional<Diagnostic> {
-    while (auto m = link->try_receive()) {
-      const auto from = static_cast<std::size_t>(m->from);
-      // A rank that said kDone gets nothing more: what it took could never come back.
-      if (m->from < 1 || m->from > nworkers || finished[from]) continue;
-      if (m->tag == RankTag::kRequest) {
-        if (queue.empty()) {
-          link->send(m->from, RankTag::kStop, "");
-          continue;
-        }
-        Item it = std::move(queue.front());
-        queue.pop_front();
-        link->send(m->from, RankTag::kAssign, item_json(it).dump());
-        lent[from].emplace(it.index, std::move(it));
-      } else if (m->tag == RankTag::kResult) {
-        Record r = Record::parse(m->payload, nullptr, /*allow_exceptions=*/false);
-        if (r.is_discarded()) {
-          return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a malformed record", m->from), ""};
-        }
-        const bool has_index = r.is_object() && r.contains("_index") && r["_index"].is_number_unsigned();
-        const auto idx = has_index ? r["_index"].get<std::size_t>() : 0;
-        if (has_index) r.erase("_index");
-        if (!has_index || lent[from].erase(idx) == 0) {
-          return Diagnostic{"<sweep>", 0, 0, fmt::format("rank {} sent a record for run {} it was not given", m->from, idx), ""};
-        }
-        if (!record(r, m->from)) write_error = "write failed";
-      } else if (m->tag == RankTag::kDone) {
-        ++workers_done;
-        finished[from] = true;
-        // A rank that ends with runs outstanding lost them: record that, never drop them.
-        for (auto& [idx, it] : lent[from]) {
-          it.record["status"] = "failed";
-          it.record["metrics"] = Record::object();
-          it.record["error"] = fmt::format("rank {} finished without returning this run", m->from);
-          if (!record(it.record, m->from)) write_error = "write failed";
-        }
-        lent[from].clear();
-      }
-    }
-    return std::nullopt;
-  };
-
+  std::optional<RankServer> server;
+  if (link != nullptr) server.emplace(*link, queue, [&record](Record& r, int rank) { return record(r, rank); });
+  bool write_failed = false;
   Executor exec(opt.binary, opt.jobs);
-  while (!queue.empty() || exec.running() > 0 || workers_done < nworkers) {
+  while (!queue.empty() || exec.running() > 0 || (server && !server->all_done())) {
     while (!queue.empty() && exec.has_slot()) {
       Item it = std::move(queue.front());
       queue.pop_front();
       if (auto failed = exec.start(std::move(it))) {
-        if (!record(failed->record)) write_error = "write failed";
+        if (!record(failed->record)) write_failed = true;
       }
     }
-    if (link != nullptr) {
-      if (auto d = serve()) return *d;
+    if (server) {
+      if (auto d = server->serve()) return *d;
     }
     auto ended = exec.poll_children(link != nullptr ? kRankPollMs : kLocalPollMs);
     if (!ended) return ended.errors();
     for (auto& it : *ended) {
-      if (!record(it.record)) write_error = "write failed";
+      if (!record(it.record)) write_failed = true;
     }
     progress.tick();
   }
   progress.end();
-  if (!write_error.empty()) return Diagnostic{opt.results_path, 0, 0, write_error, ""};
+  if (write_failed || (server && server->write_failed())) {
+    return Diagnostic{opt.results_path, 0, 0, "write failed", ""};
+  }
   sum.wall_s = seconds_since(t0);
   return sum;
 }

@@ -105,80 +105,95 @@ std::optional<double> parse_tolerance_text(std::string_view s) {
 
 std::string fmt_us(double s) { return fmt::format("{:.3f}", s * 1e6); }
 
-}  // namespace
+// The rows of a collective reference file, or every error in it.
+class RowReader {
+ public:
+  explicit RowReader(std::string path) : path_(std::move(path)) {}
 
-int validate_collective_csv(const std::string& path, double tolerance, bool json, std::ostream& out,
-                            std::ostream& err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    err << Diagnostic{path, 0, 0, "cannot open the collective reference file", {}}.format() << "\n";
-    return 2;
+  void read(const std::string& text) {
+    int line_no = 0;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      const size_t nl = text.find('\n', pos);
+      std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
+      pos = nl == std::string::npos ? text.size() : nl + 1;
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      const std::string_view content = trim(line);
+      if (content.empty() || content.front() == '#') continue;
+      const std::vector<Field> f = split(line);
+      if (!seen_data_or_header_ && f[0].text == kHeader[0]) {
+        seen_data_or_header_ = true;
+        header(line_no, line, f);
+        continue;
+      }
+      seen_data_or_header_ = true;
+      row(line_no, line, f);
+    }
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
 
   std::vector<Diagnostic> errors;
   std::vector<Row> rows;
-  auto fail = [&](int line, int column, std::string message, std::string_view source) {
-    errors.push_back(Diagnostic{path, line, column, std::move(message), std::string(source)});
-  };
 
-  int line_no = 0;
-  size_t pos = 0;
-  bool seen_data_or_header = false;
-  // Names of the columns after the eight (from the header; "" = ignored).
-  std::vector<std::string> optional_columns{kTolerance};
-  while (pos < text.size()) {
-    const size_t nl = text.find('\n', pos);
-    std::string_view line(text.data() + pos, (nl == std::string::npos ? text.size() : nl) - pos);
-    pos = nl == std::string::npos ? text.size() : nl + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const std::string_view content = trim(line);
-    if (content.empty() || content.front() == '#') continue;
-    const std::vector<Field> f = split(line);
-    if (!seen_data_or_header && f[0].text == kHeader[0]) {
-      seen_data_or_header = true;
-      for (int c = 0; c < kColumns && c < static_cast<int>(f.size()); ++c) {
-        if (f[static_cast<size_t>(c)].text != kHeader[c]) {
-          fail(line_no, f[static_cast<size_t>(c)].column,
-               fmt::format("header column {} should be '{}'", c + 1, kHeader[c]), line);
-        }
+ private:
+  void fail(int line, int column, std::string message, std::string_view source) {
+    errors.push_back(Diagnostic{path_, line, column, std::move(message), std::string(source)});
+  }
+
+  void header(int line_no, std::string_view line, const std::vector<Field>& f) {
+    for (int c = 0; c < kColumns && c < static_cast<int>(f.size()); ++c) {
+      if (f[static_cast<size_t>(c)].text != kHeader[c]) {
+        fail(line_no, f[static_cast<size_t>(c)].column, fmt::format("header column {} should be '{}'", c + 1, kHeader[c]),
+             line);
       }
-      if (f.size() > static_cast<size_t>(kColumns)) {
-        optional_columns.clear();
-        for (size_t c = kColumns; c < f.size(); ++c) {
-          const std::string_view name = f[c].text;
-          for (const char* known : {kTolerance, kSlices, kDcnBandwidth, kDcnLatency, kAlgorithm}) {
-            if (name == known && std::find(optional_columns.begin(), optional_columns.end(), name) !=
-                                     optional_columns.end()) {
-              fail(line_no, f[c].column, fmt::format("header names column '{}' twice", name), line);
-            }
-          }
-          optional_columns.emplace_back(name);
-        }
-      }
-      continue;
     }
-    seen_data_or_header = true;
-    if (f.size() < static_cast<size_t>(kColumns) || f.size() > kColumns + optional_columns.size()) {
+    if (f.size() <= static_cast<size_t>(kColumns)) return;
+    optional_columns_.clear();
+    for (size_t c = kColumns; c < f.size(); ++c) {
+      const std::string_view name = f[c].text;
+      for (const char* known : {kTolerance, kSlices, kDcnBandwidth, kDcnLatency, kAlgorithm}) {
+        if (name == known &&
+            std::find(optional_columns_.begin(), optional_columns_.end(), name) != optional_columns_.end()) {
+          fail(line_no, f[c].column, fmt::format("header names column '{}' twice", name), line);
+        }
+      }
+      optional_columns_.emplace_back(name);
+    }
+  }
+
+  void row(int line_no, std::string_view line, const std::vector<Field>& f) {
+    if (f.size() < static_cast<size_t>(kColumns) || f.size() > kColumns + optional_columns_.size()) {
       std::string optional;
-      for (const auto& name : optional_columns) optional += "," + name;
+      for (const auto& name : optional_columns_) optional += "," + name;
       fail(line_no, 1,
            fmt::format("expected {} columns (collective,topology,wraparound,group,msg_bytes,"
                        "link_bytes_per_s_one_way,hop_latency_s,ref_time_s[{}]), got {}",
                        kColumns, optional, f.size()),
            line);
-      continue;
+      return;
     }
     Row r;
     r.line = line_no;
     const size_t before = errors.size();
-    // collective
+    required_fields(r, line, f);
+    for (size_t c = kColumns; c < f.size(); ++c) {
+      // An empty field is the default.
+      if (!f[c].text.empty()) optional_field(r, line, optional_columns_[c - kColumns], f[c]);
+    }
+    if (r.slices > 1 && r.dcn_bytes_per_s <= 0) {
+      fail(line_no, f[1].column,
+           fmt::format("{} slices need the column '{}' (per-chip DCN bandwidth, one direction)", r.slices,
+                       kDcnBandwidth),
+           line);
+    }
+    if (errors.size() == before) rows.push_back(std::move(r));
+  }
+
+  // The eight columns every row has.
+  void required_fields(Row& r, std::string_view line, const std::vector<Field>& f) {
+    const int line_no = r.line;
     r.collective = std::string(f[0].text);
-    if (auto k = parse_collective_kind(f[0].text);
-        k && *k != CollectiveKind::kCollectivePermute) {
+    if (auto k = parse_collective_kind(f[0].text); k && *k != CollectiveKind::kCollectivePermute) {
       r.kind = *k;
     } else {
       fail(line_no, f[0].column,
@@ -187,13 +202,12 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                        f[0].text),
            line);
     }
-    // wraparound
     if (f[2].text == "true") {
       r.wraparound = true;
     } else if (f[2].text != "false") {
       fail(line_no, f[2].column, fmt::format("wraparound '{}': expected true or false", f[2].text), line);
     }
-    // topology (validated again when built)
+    // The topology is validated again when built.
     r.topology = std::string(f[1].text);
     std::optional<int> rank;
     if (auto t = Topology::parse(r.topology, r.wraparound); t.ok()) {
@@ -201,26 +215,7 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
     } else {
       fail(line_no, f[1].column, t.errors().front().message, line);
     }
-    // group
-    r.group = std::string(f[3].text);
-    if (f[3].text != "all") {
-      bool ok = !f[3].text.empty();
-      for (char c : f[3].text) {
-        const int axis = c == 'x' ? 0 : c == 'y' ? 1 : c == 'z' ? 2 : -1;
-        if (axis < 0 || (rank && axis >= *rank) || (r.axes_mask >> axis & 1u)) {
-          ok = false;
-          break;
-        }
-        r.axes_mask |= 1u << axis;
-      }
-      if (!ok) {
-        fail(line_no, f[3].column,
-             fmt::format("group '{}': expected 'all' or distinct axes of the topology (x, y, z, xy, ...)",
-                         f[3].text),
-             line);
-      }
-    }
-    // numbers
+    group_field(r, line, f[3], rank);
     struct Num {
       int index;
       double* out;
@@ -235,69 +230,145 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
       const auto v = parse_double(fld.text);
       if (!v || *v < 0 || (!n.allow_zero && *v == 0)) {
         fail(line_no, fld.column,
-             fmt::format("{} '{}': expected a {} number", n.what, fld.text,
-                         n.allow_zero ? "non-negative" : "positive"),
+             fmt::format("{} '{}': expected a {} number", n.what, fld.text, n.allow_zero ? "non-negative" : "positive"),
              line);
       } else {
         *n.out = *v;
       }
     }
-    // Optional columns; an empty field is the default.
-    for (size_t c = kColumns; c < f.size(); ++c) {
-      const Field& fld = f[c];
-      const std::string& name = optional_columns[c - kColumns];
-      if (fld.text.empty()) continue;
-      if (name == kTolerance) {
-        const auto v = parse_tolerance_text(fld.text);
-        if (!v || *v <= 0) {
-          fail(line_no, fld.column,
-               fmt::format("tolerance '{}': expected a positive fraction or percentage", fld.text), line);
-        } else {
-          r.tolerance = v;
-        }
-      } else if (name == kSlices) {
-        const auto v = parse_double(fld.text);
-        if (!v || *v < 1 || *v > 4096 || *v != std::floor(*v)) {
-          fail(line_no, fld.column, fmt::format("slices '{}': expected an integer from 1 to 4096", fld.text), line);
-        } else {
-          r.slices = static_cast<std::int64_t>(*v);
-        }
-      } else if (name == kDcnBandwidth || name == kDcnLatency) {
-        const bool bw = name == kDcnBandwidth;
-        const auto v = parse_double(fld.text);
-        if (!v || *v < 0 || (bw && *v == 0)) {
-          fail(line_no, fld.column,
-               fmt::format("{} '{}': expected a {} number", name, fld.text, bw ? "positive" : "non-negative"), line);
-        } else {
-          (bw ? r.dcn_bytes_per_s : r.dcn_latency_s) = *v;
-        }
-      } else if (name == kAlgorithm) {
-        const auto a = parse_algorithm(fld.text);
-        if (!a || *a == CollectiveAlgorithm::kDirect) {
-          fail(line_no, fld.column,
-               fmt::format("algorithm '{}': expected auto, per-axis-ring, flat-ring or hierarchical", fld.text),
-               line);
-        } else if (r.kind == CollectiveKind::kAllToAll && *a != CollectiveAlgorithm::kAuto) {
-          fail(line_no, fld.column, "all-to-all has only the direct algorithm; leave algorithm empty or auto", line);
-        } else {
-          r.algorithm = *a;
-        }
+  }
+
+  // "all", or distinct axes of the topology ("x", "xy", ...).
+  void group_field(Row& r, std::string_view line, const Field& fld, std::optional<int> rank) {
+    r.group = std::string(fld.text);
+    if (fld.text == "all") return;
+    bool ok = !fld.text.empty();
+    for (char c : fld.text) {
+      const int axis = c == 'x' ? 0 : c == 'y' ? 1 : c == 'z' ? 2 : -1;
+      if (axis < 0 || (rank && axis >= *rank) || (r.axes_mask >> axis & 1u)) {
+        ok = false;
+        break;
       }
+      r.axes_mask |= 1u << axis;
     }
-    if (r.slices > 1 && r.dcn_bytes_per_s <= 0) {
-      fail(line_no, f[1].column,
-           fmt::format("{} slices need the column '{}' (per-chip DCN bandwidth, one direction)", r.slices,
-                       kDcnBandwidth),
+    if (!ok) {
+      fail(r.line, fld.column,
+           fmt::format("group '{}': expected 'all' or distinct axes of the topology (x, y, z, xy, ...)", fld.text),
            line);
     }
-    if (errors.size() == before) rows.push_back(std::move(r));
   }
-  if (!errors.empty()) {
-    const std::string all = format_all(errors);
+
+  void optional_field(Row& r, std::string_view line, const std::string& name, const Field& fld) {
+    const int line_no = r.line;
+    if (name == kTolerance) {
+      const auto v = parse_tolerance_text(fld.text);
+      if (!v || *v <= 0) {
+        fail(line_no, fld.column, fmt::format("tolerance '{}': expected a positive fraction or percentage", fld.text),
+             line);
+      } else {
+        r.tolerance = v;
+      }
+    } else if (name == kSlices) {
+      const auto v = parse_double(fld.text);
+      if (!v || *v < 1 || *v > 4096 || *v != std::floor(*v)) {
+        fail(line_no, fld.column, fmt::format("slices '{}': expected an integer from 1 to 4096", fld.text), line);
+      } else {
+        r.slices = static_cast<std::int64_t>(*v);
+      }
+    } else if (name == kDcnBandwidth || name == kDcnLatency) {
+      const bool bw = name == kDcnBandwidth;
+      const auto v = parse_double(fld.text);
+      if (!v || *v < 0 || (bw && *v == 0)) {
+        fail(line_no, fld.column,
+             fmt::format("{} '{}': expected a {} number", name, fld.text, bw ? "positive" : "non-negative"), line);
+      } else {
+        (bw ? r.dcn_bytes_per_s : r.dcn_latency_s) = *v;
+      }
+    } else if (name == kAlgorithm) {
+      const auto a = parse_algorithm(fld.text);
+      if (!a || *a == CollectiveAlgorithm::kDirect) {
+        fail(line_no, fld.column,
+             fmt::format("algorithm '{}': expected auto, per-axis-ring, flat-ring or hierarchical", fld.text), line);
+      } else if (r.kind == CollectiveKind::kAllToAll && *a != CollectiveAlgorithm::kAuto) {
+        fail(line_no, fld.column, "all-to-all has only the direct algorithm; leave algorithm empty or auto", line);
+      } else {
+        r.algorithm = *a;
+      }
+    }
+  }
+
+  std::string path_;
+  bool seen_data_or_header_ = false;
+  // Names of the columns after the eight (from the header; "" = ignored).
+  std::vector<std::string> optional_columns_{kTolerance};
+};
+
+// One row's collective on its network: seconds and the algorithm used.
+Result<CollectiveResult> simulate_row(const Row& r) {
+  Topology parsed = std::move(Topology::parse(r.topology, r.wraparound)).value();
+  std::vector<std::int64_t> dims;
+  std::vector<bool> wrap;
+  for (int a = 0; a < parsed.rank(); ++a) {
+    dims.push_back(parsed.dim(a));
+    wrap.push_back(parsed.wraps(a));
+  }
+  auto built = Topology::create(dims, wrap, false, r.slices);
+  if (!built) return built.errors();
+  const Topology topo = std::move(built).value();
+  NetworkParams params;
+  params.ici_bytes_per_s = r.link_bytes_per_s;
+  params.ici_hop_latency_s = r.hop_latency_s;
+  params.dcn_bytes_per_s = r.dcn_bytes_per_s;
+  params.dcn_latency_s = r.dcn_latency_s;
+  params.max_packets_per_message = kMaxPacketsPerMessage;
+  CollectiveSpec spec;
+  spec.kind = r.kind;
+  spec.bytes = r.msg_bytes;
+  spec.algorithm = r.algorithm;
+  if (r.axes_mask != 0) spec.groups = groups_spanning_axes(topo, r.axes_mask);
+  return simulate_collective(topo, params, spec);
+}
+
+nlohmann::json row_json(const Row& r, const CollectiveResult& result, double error, double tol, bool ok) {
+  return {{"line", r.line},
+          {"collective", r.collective},
+          {"topology", r.topology},
+          {"wraparound", r.wraparound},
+          {"group", r.group},
+          {"msg_bytes", r.msg_bytes},
+          {"link_bytes_per_s_one_way", r.link_bytes_per_s},
+          {"hop_latency_s", r.hop_latency_s},
+          {"slices", r.slices},
+          {"dcn_bytes_per_s_per_chip", r.dcn_bytes_per_s},
+          {"dcn_latency_s", r.dcn_latency_s},
+          {"ref_time_s", r.ref_time_s},
+          {"tpusim_time_s", result.seconds},
+          {"error", error},
+          {"tolerance", tol},
+          {"within_tolerance", ok},
+          {"algorithm", result.algorithm}};
+}
+
+}  // namespace
+
+int validate_collective_csv(const std::string& path, double tolerance, bool json, std::ostream& out,
+                            std::ostream& err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    err << Diagnostic{path, 0, 0, "cannot open the collective reference file", {}}.format() << "\n";
+    return 2;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  RowReader reader(path);
+  reader.read(buffer.str());
+  if (!reader.errors.empty()) {
+    const std::string all = format_all(reader.errors);
     err << all;
     if (!all.empty() && all.back() != '\n') err << "\n";
     return 2;
   }
+  const std::vector<Row>& rows = reader.rows;
   if (rows.empty()) {
     err << Diagnostic{path, 0, 0, "no rows to validate", {}}.format() << "\n";
     return 2;
@@ -311,34 +382,9 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                        "algorithm");
   }
   for (const Row& r : rows) {
-    Topology parsed = std::move(Topology::parse(r.topology, r.wraparound)).value();
-    std::vector<std::int64_t> dims;
-    std::vector<bool> wrap;
-    for (int a = 0; a < parsed.rank(); ++a) {
-      dims.push_back(parsed.dim(a));
-      wrap.push_back(parsed.wraps(a));
-    }
-    auto built = Topology::create(dims, wrap, false, r.slices);
-    if (!built) {
-      err << Diagnostic{path, r.line, 1, built.errors().front().message, {}}.format() << "\n";
-      return 2;
-    }
-    const Topology topo = std::move(built).value();
-    NetworkParams params;
-    params.ici_bytes_per_s = r.link_bytes_per_s;
-    params.ici_hop_latency_s = r.hop_latency_s;
-    params.dcn_bytes_per_s = r.dcn_bytes_per_s;
-    params.dcn_latency_s = r.dcn_latency_s;
-    params.max_packets_per_message = kMaxPacketsPerMessage;
-    CollectiveSpec spec;
-    spec.kind = r.kind;
-    spec.bytes = r.msg_bytes;
-    spec.algorithm = r.algorithm;
-    if (r.axes_mask != 0) spec.groups = groups_spanning_axes(topo, r.axes_mask);
-    auto result = simulate_collective(topo, params, spec);
+    auto result = simulate_row(r);
     if (!result) {
-      Diagnostic d = result.errors().front();
-      err << Diagnostic{path, r.line, 1, d.message, {}}.format() << "\n";
+      err << Diagnostic{path, r.line, 1, result.errors().front().message, {}}.format() << "\n";
       return 2;
     }
     const double tol = r.tolerance.value_or(tolerance);
@@ -346,28 +392,13 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
     const bool ok = std::abs(error) <= tol;
     if (!ok) ++outside;
     if (json) {
-      jrows.push_back({{"line", r.line},
-                       {"collective", r.collective},
-                       {"topology", r.topology},
-                       {"wraparound", r.wraparound},
-                       {"group", r.group},
-                       {"msg_bytes", r.msg_bytes},
-                       {"link_bytes_per_s_one_way", r.link_bytes_per_s},
-                       {"hop_latency_s", r.hop_latency_s},
-                       {"slices", r.slices},
-                       {"dcn_bytes_per_s_per_chip", r.dcn_bytes_per_s},
-                       {"dcn_latency_s", r.dcn_latency_s},
-                       {"ref_time_s", r.ref_time_s},
-                       {"tpusim_time_s", result->seconds},
-                       {"error", error},
-                       {"tolerance", tol},
-                       {"within_tolerance", ok},
-                       {"algorithm", result->algorithm}});
+      jrows.push_back(row_json(r, *result, error, tol, ok));
     } else {
       out << fmt::format("{:<15} {:<8} {:<5} {:<5} {:>12} {:>12} {:>12} {:>+7.2f}% {:>6}  {}\n", r.collective,
-                         r.slices > 1 ? fmt::format("{}x({})", r.slices, r.topology) : r.topology, r.wraparound ? "true" : "false", r.group,
-                         static_cast<long long>(std::llround(r.msg_bytes)), fmt_us(r.ref_time_s),
-                         fmt_us(result->seconds), error * 100, ok ? "ok" : "FAIL", result->algorithm);
+                         r.slices > 1 ? fmt::format("{}x({})", r.slices, r.topology) : r.topology,
+                         r.wraparound ? "true" : "false", r.group, static_cast<long long>(std::llround(r.msg_bytes)),
+                         fmt_us(r.ref_time_s), fmt_us(result->seconds), error * 100, ok ? "ok" : "FAIL",
+                         result->algorithm);
     }
   }
   if (json) {
@@ -378,8 +409,7 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                           {"passed", outside == 0}};
     out << doc.dump(2) << "\n";
   } else {
-    out << fmt::format("{} rows, {} outside tolerance (default {:.1f}%)\n", rows.size(), outside,
-                       tolerance * 100);
+    out << fmt::format("{} rows, {} outside tolerance (default {:.1f}%)\n", rows.size(), outside, tolerance * 100);
   }
   return outside == 0 ? 0 : 1;
 }
