@@ -29,8 +29,23 @@ const Stat* StatsRegistry::find(std::string_view name) const {
 }
 
 double StatsRegistry::value(std::string_view name) const {
-  const Stat* s = find(name);
-  return s == nullptr ? 0.0 : s->value;
+  if (const Stat* s = find(name)) return s->value;
+  const auto f = formulas_.find(name);
+  return f == formulas_.end() ? 0.0 : f->second.eval(*this);
+}
+
+void StatsRegistry::add_formula(std::string_view name, StatUnit unit, std::string_view desc, std::string expression,
+                                std::function<double(const StatsRegistry&)> eval) {
+  formulas_.insert_or_assign(std::string(name), Formula{unit, std::string(desc), std::move(expression), std::move(eval)});
+}
+
+void StatsRegistry::add_ratio(std::string_view name, StatUnit unit, std::string_view desc, const std::string& numerator,
+                              const std::string& denominator, const std::string& scale) {
+  std::string expression = numerator + " / " + (scale.empty() ? denominator : "(" + denominator + " * " + scale + ")");
+  add_formula(name, unit, desc, std::move(expression), [numerator, denominator, scale](const StatsRegistry& r) {
+    const double d = r.value(denominator) * (scale.empty() ? 1.0 : r.value(scale));
+    return d > 0 ? r.value(numerator) / d : 0.0;
+  });
 }
 
 double StatsRegistry::sum(std::string_view prefix, std::string_view suffix) const {
@@ -41,10 +56,24 @@ double StatsRegistry::sum(std::string_view prefix, std::string_view suffix) cons
   return total;
 }
 
+void StatsRegistry::add_sum(std::string_view name, StatUnit unit, std::string_view desc,
+                            const std::vector<std::string>& terms) {
+  std::string expression;
+  for (const auto& t : terms) expression += (expression.empty() ? "" : " + ") + t;
+  add_formula(name, unit, desc, expression.empty() ? "0" : expression, [terms](const StatsRegistry& r) {
+    double v = 0;
+    for (const auto& t : terms) v += r.value(t);
+    return v;
+  });
+}
+
 nlohmann::json StatsRegistry::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, s] : stats_) {
     j[name] = {{"value", s.value}, {"unit", stat_unit_name(s.unit)}, {"desc", s.desc}};
+  }
+  for (const auto& [name, f] : formulas_) {
+    j[name] = {{"value", f.eval(*this)}, {"unit", stat_unit_name(f.unit)}, {"desc", f.desc}, {"formula", f.expression}};
   }
   return j;
 }

@@ -36,6 +36,7 @@
 #include "common/diagnostic.h"
 #include "isa/program.h"
 #include "sim/collective_timer.h"
+#include "sim/core/fabric_counters.h"
 
 namespace tpusim {
 
@@ -99,11 +100,7 @@ class CollectiveFabric {
   // What the collectives of some iterations add (loop extrapolation,
   // sim/loop_extrapolation.h): a snapshot of the counters, and adding
   // `times` x (b - a) for iterations that were extrapolated instead of run.
-  struct Counters {
-    std::vector<std::int64_t> row_counts;
-    std::array<double, 3> axis_busy_s{};
-    double dcn_busy_s = 0;
-  };
+  using Counters = FabricCounters;
   [[nodiscard]] Counters counters() const;
   void add_repeats(const Counters& a, const Counters& b, std::int64_t times);
   // Largest number of data-parallel copies the replica groups were tiled over.

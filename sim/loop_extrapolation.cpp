@@ -6,25 +6,6 @@
 
 namespace tpusim {
 
-LoopPolicy LoopPolicy::from(const SimulationConfig& c) {
-  LoopPolicy p;
-  p.mode = c.loops;
-  p.warmup = c.loop_warmup;
-  p.tolerance = c.loop_tolerance;
-  return p;
-}
-
-bool steady_state(const BoundarySample& a, const BoundarySample& b, const BoundarySample& c, double tolerance) {
-  constexpr double kResolution = 1e-12;  // SystemC's time resolution
-  const double issue1 = b.issue_s - a.issue_s, issue2 = c.issue_s - b.issue_s;
-  const double retire1 = b.retired_s - a.retired_s, retire2 = c.retired_s - b.retired_s;
-  const double busy1 = b.busy_cycles - a.busy_cycles, busy2 = c.busy_cycles - b.busy_cycles;
-  if (!(issue2 > 0)) return false;
-  const double slack = tolerance * issue2 + kResolution;
-  return b.state == c.state && std::abs(issue2 - issue1) <= slack && std::abs(retire2 - retire1) <= slack &&
-         std::abs(retire2 - issue2) <= slack && std::abs(busy2 - busy1) <= tolerance * std::max(busy1, busy2) + 1e-6;
-}
-
 std::vector<std::string> reuse_notes(const std::vector<SectionReuse>& reused, std::size_t limit) {
   std::vector<std::string> out;
   if (reused.empty()) return out;

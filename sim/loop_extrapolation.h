@@ -1,5 +1,6 @@
-// Steady-state extrapolation of `repeat` loops (issue 6; docs/lowering.md,
-// "Control flow"). With simulation.loops = extrapolate, a TensorCore's
+// Steady-state extrapolation of `repeat` loops (docs/lowering.md, "Control
+// flow"); each core's bookkeeping is its LoopTracker (sim/core/loop_tracker.h).
+// With simulation.loops = extrapolate, a TensorCore's
 // sequencer samples its state each time it reaches a loop's `end`. Once two
 // consecutive iterations took the same time (within simulation.loop_tolerance)
 // and left the core in the same discrete state, it issues no more iterations:
@@ -27,44 +28,9 @@
 #include <vector>
 
 #include "common/config.h"
+#include "sim/core/loop_tracker.h"
 
 namespace tpusim {
-
-struct LoopPolicy {
-  LoopMode mode = LoopMode::kFull;
-  std::int64_t warmup = 2;   // iterations simulated before detection starts
-  double tolerance = 1e-3;   // relative agreement of consecutive iteration times
-  static LoopPolicy from(const SimulationConfig& c);
-  // A loop of `trip` iterations is sampled (worth trying to extrapolate) when at
-  // least one iteration would remain after the earliest possible detection.
-  [[nodiscard]] bool samples(std::int64_t trip) const { return mode == LoopMode::kExtrapolate && trip >= warmup + 3; }
-};
-
-// A core's state when its sequencer reaches a loop's `end`, in extrapolated time.
-struct BoundarySample {
-  double issue_s = 0;        // the sequencer's time
-  double retired_s = 0;      // the in-order retirement frontier
-  double busy_cycles = 0;    // all units' busy cycles so far
-  std::uint64_t state = 0;   // hash of queue occupancies, the instructions in flight (their pcs, in
-                             // order), semaphores, MXU weights loaded
-};
-
-// Pure: iterations (a, b] and (b, c] took the same time within `tolerance`
-// (relative, plus 1 ps, the SystemC resolution) at issue and at retirement,
-// retired as fast as they issued, kept the units equally busy, and left the
-// core in the same discrete state (b.state == c.state).
-bool steady_state(const BoundarySample& a, const BoundarySample& b, const BoundarySample& c, double tolerance);
-
-// One extrapolated loop (aggregated over its dynamic instances), for the report.
-struct LoopExtrapolation {
-  std::string label;   // the loop's provenance (the HLO while), or "repeat"
-  std::string where;   // file:line:column of the `repeat`
-  std::int64_t instances = 0;             // dynamic instances extrapolated
-  std::int64_t total_iterations = 0;      // summed over those instances
-  std::int64_t simulated_iterations = 0;  // summed over those instances
-  double iteration_s = 0;                 // steady iteration time (the last instance's)
-  double extrapolated_s = 0;              // time added for the skipped iterations
-};
 
 // One reused section (isa::Program::reuse): the op the program holds once
 // stands for `instances` identical ops; the simulator ran one and added the
@@ -93,10 +59,10 @@ class LoopCoordinator {
   int join() { return cores_++; }
   [[nodiscard]] int cores() const { return cores_; }
 
-  // A dynamic loop instance: the `repeat`'s rank among the core's sampled
-  // loops (the same on every core: TensorCore::number_coordinated_loops) and
-  // how many times this core entered it before.
-  using Key = std::pair<std::uint32_t, std::uint64_t>;
+  // A dynamic loop instance (LoopKey): the `repeat`'s rank among the core's
+  // sampled loops (the same on every core: TensorCore::number_coordinated_loops)
+  // and how many times this core entered it before.
+  using Key = LoopKey;
   // Leader: it passed sampled boundary `iteration` of `key`; skip_s > 0 when
   // it extrapolated the rest there with that iteration time.
   void publish(const Key& key, std::int64_t iteration, double skip_s);

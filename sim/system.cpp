@@ -104,6 +104,48 @@ void setup_notes(const ChipConfig& chip, const std::vector<std::vector<isa::Prog
   }
 }
 
+// Derived figures as formulas over the counters (common/stats.h): the
+// report reads them, stats.json shows them with their expressions. Step-time
+// ratios are over the system's step; per-chip figures are chip 0's (the one
+// a report describes), over the TensorCores that ran.
+void derived_stats(const ChipConfig& chip, SimResult& result) {
+  StatsRegistry& s = result.stats;
+  s.add("system.seconds", StatUnit::kSeconds, "step time: when the last chip finished").value = result.seconds;
+  s.add("system.cycles", StatUnit::kCycles, "step time in clock cycles").value = result.cycles;
+  const std::size_t cores = result.cores.size();
+  std::vector<std::string> mxu_flops, vmem_busy;
+  for (std::size_t c = 0; c < cores; ++c) {
+    const std::string core = fmt::format("chip0.core{}", c);
+    vmem_busy.push_back(core + ".vmem.busy_cycles");
+    for (const UnitUse& u : result.cores[c].units) {
+      const std::string unit = core + "." + u.name;
+      s.add_ratio(unit + ".utilization", StatUnit::kRatio, "share of the step the unit was busy",
+                  unit + ".busy_cycles", "system.cycles");
+      if (u.kind == isa::Unit::kMxu) mxu_flops.push_back(unit + ".flops");
+    }
+  }
+  s.add("chip0.tensorcores_run", StatUnit::kCount, "TensorCores of chip 0 that ran a program").value =
+      static_cast<double>(cores);
+  s.add_sum("chip0.mxu.flops", StatUnit::kFlops, "FLOPs of the MXUs", mxu_flops);
+  ChipConfig one_core = chip;
+  one_core.tensorcores = 1;
+  s.add("chip0.mxu.peak_flops_per_s", StatUnit::kFlopsPerSecond, "bf16 peak of the TensorCores that ran").value =
+      derive(one_core).peak_flops_bf16 * static_cast<double>(cores);
+  s.add_ratio("chip0.mxu.flop_utilization", StatUnit::kRatio, "MXU FLOPs over the step at the bf16 peak",
+              "chip0.mxu.flops", "system.seconds", "chip0.mxu.peak_flops_per_s");
+  s.add_sum("chip0.hbm.bytes", StatUnit::kBytes, "bytes read and written by the program",
+            {"chip0.hbm.read_bytes", "chip0.hbm.write_bytes"});
+  s.add("chip0.hbm.peak_bytes_per_s", StatUnit::kBytesPerSecond, "HBM bandwidth (hbm.bandwidth)").value =
+      chip.hbm.bandwidth;
+  s.add_ratio("chip0.hbm.bytes_per_s", StatUnit::kBytesPerSecond, "HBM bytes per second of the step",
+              "chip0.hbm.bytes", "system.seconds");
+  s.add_ratio("chip0.hbm.bandwidth_utilization", StatUnit::kRatio, "HBM bytes over the step at the peak bandwidth",
+              "chip0.hbm.bytes", "system.seconds", "chip0.hbm.peak_bytes_per_s");
+  s.add_sum("chip0.vmem.busy_cycles", StatUnit::kCycles, "VMEM busy cycles summed over the TensorCores", vmem_busy);
+  s.add_ratio("chip0.vmem.utilization", StatUnit::kRatio, "VMEM busy share of the step, averaged over the TensorCores",
+              "chip0.vmem.busy_cycles", "system.cycles", "chip0.tensorcores_run");
+}
+
 // After the run: step time, per-chip times, loops, reuse, provenance and the
 // cores' use, from the simulated chips (chip 0 stands for the others).
 void collect(const ChipConfig& chip, const std::vector<std::vector<isa::Program>>& programs,
@@ -142,6 +184,7 @@ void collect(const ChipConfig& chip, const std::vector<std::vector<isa::Program>
   }
   result.provenance = detail::merge_provenance(views, progs);
   for (const TensorCore* core : views) result.cores.push_back(core->use());
+  derived_stats(chip, result);
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   }
   ici_ = icis_.front();
 
-  loop_policy_ = LoopPolicy::from(chip.simulation);
+  loops_ = LoopTracker(LoopPolicy::from(chip.simulation));
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
   if (!program.reuse.empty()) {
@@ -298,7 +298,7 @@ CoTask TensorCore::sequencer() {
   if (!error_.empty()) co_return;
   number_coordinated_loops();
 
-  std::vector<Loop>& loops = loops_;
+  LoopTracker& loops = loops_;
   const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
   std::uint64_t issued_this_cycle = 0;
   std::uint32_t pc = 0;
@@ -311,33 +311,29 @@ CoTask TensorCore::sequencer() {
       if (r.count <= 0 || match[pc] == pc + 1) {  // no iterations, or an empty body (takes no time)
         next = match[pc] + 1;
       } else {
-        loops.emplace_back();
-        loops.back().begin = pc + 1;
-        loops.back().remaining = r.count;
-        if (loop_policy_.samples(r.count) && loop_ids_[pc] != kNotSampled) {
-          Loop& l = loops.back();
-          l.sampled = true;
-          l.repeat_pc = pc;
-          l.total = r.count;
+        const bool sampled = loops.policy().samples(r.count) && loop_ids_[pc] != kNotSampled;
+        LoopKey key{};
+        if (sampled) {
           if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
-          l.key = {loop_ids_[pc], loop_entries_[pc]++};
-          bool skip = false;  // (never at the entry: no samples yet)
-          if (loop_policy_.warmup == 0) co_await loop_boundary(l, skip);  // boundary 0: the loop's entry
+          key = {loop_ids_[pc], loop_entries_[pc]++};
         }
+        LoopFrame& l = loops.enter(pc + 1, r.count, sampled, pc, key);
+        bool skip = false;  // (never at the entry: no samples yet)
+        if (sampled && loops.policy().warmup == 0) co_await loop_boundary(l, skip);  // boundary 0: the loop's entry
       }
     } else if (op == isa::Opcode::kEnd) {
-      if (!loops.empty() && --loops.back().remaining > 0) {
-        next = loops.back().begin;
-        if (loops.back().sampled) {
-          ++loops.back().done;
+      if (!loops.empty() && --loops.top().remaining > 0) {
+        next = loops.top().begin;
+        if (loops.top().sampled) {
+          ++loops.top().done;
           bool skip = false;
-          co_await loop_boundary(loops.back(), skip);
+          co_await loop_boundary(loops.top(), skip);
           if (skip) next = pc + 1;  // the rest was extrapolated
         }
       }
       if (next == pc + 1 && !loops.empty()) {
-        if (loops.back().sampled && coordinator_ != nullptr) coordinator_->leave(loops.back().key, coordinator_index_);
-        loops.pop_back();
+        if (loops.top().sampled && coordinator_ != nullptr) coordinator_->leave(loops.top().key, coordinator_index_);
+        loops.leave();
       }
     } else if (op == isa::Opcode::kSemWait) {
       const auto& w = std::get<isa::SemWait>(inst.op);
@@ -382,7 +378,7 @@ CoTask TensorCore::sequencer() {
       dispatch(pc, u);
     }
     if ((++progress_ticks_ & 0xfff) == 0 && Progress::global().due()) {
-      Progress::global().update("simulating", fmt::format("{:.4g} ms simulated ({})", (now() + offset_s_) * 1e3, prefix_));
+      Progress::global().update("simulating", fmt::format("{:.4g} ms simulated ({})", (now() + loops_.skipped().offset_s) * 1e3, prefix_));
     }
     if (++issued_this_cycle >= width) {
       co_await sched_->at(sched_->now() + one_cycle_.value());
@@ -404,7 +400,7 @@ CoTask TensorCore::sequencer() {
     reuse_window(-1);
     apply_reuse();
   }
-  end_s_ += offset_s_;
+  end_s_ += loops_.skipped().offset_s;
   counters_.cycles->value = std::round(end_s_ / cycle_s_);
   finished_ = true;
 }
@@ -499,7 +495,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     busy_time_.maybe_fold_before(horizon);
     if (trace_ != nullptr && u.track >= 0) {
       const auto prov = program_.provenance(inst);
-      const double shown = reported(d.start);
+      const double shown = loops_.skipped().reported(d.start);
       trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, shown,
                     shown + (t + std::max(e.busy_end, e.begin + cycle_s_) - d.start));
     }
@@ -652,7 +648,7 @@ void TensorCore::set_loop_coordination(LoopCoordinator* coordinator, std::vector
   // Cores that extrapolate loops together meet at every sampled boundary:
   // they keep in step with the kernel's clock, so waiting for the leader's
   // decision costs no more simulated time than it did.
-  if (coordinator != nullptr && loop_policy_.mode != LoopMode::kFull) sched_->set_run_ahead(false);
+  if (coordinator != nullptr && loops_.policy().mode != LoopMode::kFull) sched_->set_run_ahead(false);
   coordinator_index_ = coordinator != nullptr ? coordinator->join() : 0;
   loop_stat_prefixes_ = std::move(stat_prefixes);
 }
@@ -678,16 +674,20 @@ void TensorCore::number_coordinated_loops() {
   }
 }
 
-const TensorCore::LoopBody& TensorCore::loop_body(std::uint32_t repeat_pc) {
+const LoopTracker::Body& TensorCore::loop_body(std::uint32_t repeat_pc) {
   auto [it, fresh] = loop_bodies_.try_emplace(repeat_pc);
   if (fresh) {
-    LoopBody& b = it->second;
+    LoopTracker::Body& b = it->second;
     for (std::uint32_t pc = repeat_pc; pc <= repeat_match_[repeat_pc]; ++pc) {
       b.prov.push_back(program_.code[pc].provenance);
       b.collectives = b.collectives || isa::opcode(program_.code[pc].op) == isa::Opcode::kCollective;
     }
     std::sort(b.prov.begin(), b.prov.end());
     b.prov.erase(std::unique(b.prov.begin(), b.prov.end()), b.prov.end());
+    const isa::Instruction& rep = program_.code[repeat_pc];
+    b.repeat_prov = rep.provenance;
+    b.label = std::string(program_.provenance(rep));
+    b.where = fmt::format("{}:{}:{}", program_.file, rep.loc.line, rep.loc.column);
   }
   return it->second;
 }
@@ -708,14 +708,7 @@ std::uint64_t TensorCore::state_hash() const {
   return h;
 }
 
-double TensorCore::reported(double t) const {
-  if (shifts_.empty() || t + kTimeEps < shifts_.front().first) return t;
-  const auto it = std::upper_bound(shifts_.begin(), shifts_.end(), t + kTimeEps,
-                                   [](double v, const std::pair<double, double>& s) { return v < s.first; });
-  return t + std::prev(it)->second;
-}
-
-void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
+void TensorCore::loop_snapshot(const LoopFrame& l, LoopSnapshot& out) {
   if (loop_stats_.empty()) {
     const std::string own = prefix_ + ".";
     for (const auto& [name, st] : stats_.all()) {
@@ -726,7 +719,7 @@ void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
   }
   out.stats.resize(loop_stats_.size());
   for (std::size_t i = 0; i < loop_stats_.size(); ++i) out.stats[i] = loop_stats_[i]->value;
-  const LoopBody& body = loop_body(l.repeat_pc);
+  const LoopTracker::Body& body = loop_body(l.repeat_pc);
   out.prov.resize(body.prov.size());
   for (std::size_t i = 0; i < body.prov.size(); ++i) out.prov[i] = prov_[body.prov[i]];
   out.compute_s = busy_time_.compute_running();
@@ -736,25 +729,26 @@ void TensorCore::loop_snapshot(const Loop& l, LoopSnapshot& out) {
   if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) out.fabric = spmd_.fabric->counters();
 }
 
-CoTask TensorCore::loop_boundary(Loop& l, bool& skip) {
+CoTask TensorCore::loop_boundary(LoopFrame& l, bool& skip) {
   // Sample iterations after the warm-up; the last three boundaries decide.
   skip = false;
-  if (l.done < loop_policy_.warmup) co_return;
+  if (l.done < loops_.policy().warmup) co_return;
+  const double offset = loops_.skipped().offset_s;
   BoundarySample s;
-  s.issue_s = now() + offset_s_;
-  s.retired_s = retirement_.retired_until() + offset_s_;
+  s.issue_s = now() + offset;
+  s.retired_s = retirement_.retired_until() + offset;
   for (const auto& u : units_) s.busy_cycles += u->counters.busy_cycles->value;
   s.state = state_hash();
-  if (l.samples.size() == 3) l.samples.erase(l.samples.begin());
-  l.samples.push_back(s);
-  std::swap(l.prev, l.cur);
-  loop_snapshot(l, l.cur);
-  if (l.samples.size() < 3 || l.remaining <= 0) co_return;
+  LoopSnapshot* fill = nullptr;
+  if (!loops_.sample(l, s, fill)) co_return;
+  loop_snapshot(l, *fill);
+  if (!LoopTracker::decidable(l)) co_return;
 
   double iteration_s = 0;
   if (coordinator_ == nullptr || coordinator_index_ == 0) {
-    skip = steady_state(l.samples[0], l.samples[1], l.samples[2], loop_policy_.tolerance);
-    if (skip) iteration_s = l.samples[2].issue_s - l.samples[1].issue_s;
+    const auto steady = loops_.steady_iteration(l);
+    skip = steady.has_value();
+    if (skip) iteration_s = *steady;
     if (coordinator_ != nullptr && coordinator_->cores() > 1) coordinator_->publish(l.key, l.done, iteration_s);
   } else {
     // A follower skips exactly where the leader did (its collectives must match).
@@ -766,68 +760,23 @@ CoTask TensorCore::loop_boundary(Loop& l, bool& skip) {
     sequencer_waiting_ = {};
     skip = v == LoopCoordinator::Verdict::kSkip;
   }
-  if (skip) extrapolate(l, l.remaining, iteration_s);
+  if (skip) skip_rest(l, iteration_s);
 }
 
-void TensorCore::extrapolate(Loop& l, std::int64_t skipped, double iteration_s) {
-  const auto times = static_cast<double>(skipped);
-  const double added_s = times * iteration_s;
-  const LoopSnapshot& a = l.prev;
-  const LoopSnapshot& b = l.cur;
-  for (std::size_t i = 0; i < loop_stats_.size(); ++i) *loop_stats_[i] += times * (b.stats[i] - a.stats[i]);
+void TensorCore::skip_rest(const LoopFrame& l, double iteration_s) {
+  const LoopTracker::Body& body = loop_body(l.repeat_pc);
+  const std::vector<double> gains = loops_.skip_rest(l, iteration_s, now(), body, prov_);
+  for (std::size_t i = 0; i < loop_stats_.size(); ++i) *loop_stats_[i] += gains[i];
   // A loop of a reused section: its skipped iterations are that section's.
-  if (const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[program_.code[l.repeat_pc].provenance];
-      section >= 0) {
+  if (const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[body.repeat_prov]; section >= 0) {
     std::vector<double>& sums = reuse_sums_[static_cast<std::size_t>(section)].stats;
     for (std::size_t i = 0; i < loop_stats_.size(); ++i) {
-      if (const auto it = reuse_index_.find(loop_stats_[i]); it != reuse_index_.end()) {
-        sums[it->second] += times * (b.stats[i] - a.stats[i]);
-      }
+      if (const auto it = reuse_index_.find(loop_stats_[i]); it != reuse_index_.end()) sums[it->second] += gains[i];
     }
   }
-  // Provenance rows: the last iteration's figures x the skipped iterations;
-  // attributed time scaled to the added time exactly, so rows sum to the step.
-  const LoopBody& body = loop_body(l.repeat_pc);
-  double attributed = 0;
-  for (std::size_t k = 0; k < body.prov.size(); ++k) attributed += b.prov[k].attributed_s - a.prov[k].attributed_s;
-  const double scale = attributed > 0 ? added_s / (times * attributed) : 0.0;
-  for (std::size_t k = 0; k < body.prov.size(); ++k) {
-    ProvenanceStats& ps = prov_[body.prov[k]];
-    ps.attributed_s += times * scale * (b.prov[k].attributed_s - a.prov[k].attributed_s);
-    ps.busy_s += times * (b.prov[k].busy_s - a.prov[k].busy_s);
-    for (std::size_t r = 0; r < kResources; ++r) ps.busy_by[r] += times * (b.prov[k].busy_by[r] - a.prov[k].busy_by[r]);
-    ps.flops += times * (b.prov[k].flops - a.prov[k].flops);
-    ps.transcendentals += times * (b.prov[k].transcendentals - a.prov[k].transcendentals);
-    ps.hbm_bytes += times * (b.prov[k].hbm_bytes - a.prov[k].hbm_bytes);
-    ps.instructions += static_cast<std::uint64_t>(skipped) * (b.prov[k].instructions - a.prov[k].instructions);
-  }
-  if (!(attributed > 0)) prov_[program_.code[l.repeat_pc].provenance].attributed_s += added_s;
-  loop_extra_.compute_s += times * (b.compute_s - a.compute_s);
-  loop_extra_.comm_s += times * (b.comm_s - a.comm_s);
-  loop_extra_.exposed_s += times * (b.exposed_s - a.exposed_s);
   if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) {
-    spmd_.fabric->add_repeats(a.fabric, b.fabric, skipped);
+    spmd_.fabric->add_repeats(l.prev.fabric, l.cur.fabric, l.remaining);
   }
-  offset_s_ += added_s;
-  shifts_.emplace_back(now(), offset_s_);
-  // The report: one row per loop, aggregated over its dynamic instances.
-  const isa::Instruction& rep = program_.code[l.repeat_pc];
-  const std::string at = fmt::format("{}:{}:{}", program_.file, rep.loc.line, rep.loc.column);
-  auto row = std::find_if(extrapolated_.begin(), extrapolated_.end(),
-                          [&](const LoopExtrapolation& e) { return e.where == at; });
-  if (row == extrapolated_.end()) {
-    const auto label = program_.provenance(rep);
-    LoopExtrapolation fresh;
-    fresh.label = label.empty() ? std::string("repeat") : std::string(label);
-    fresh.where = at;
-    extrapolated_.push_back(std::move(fresh));
-    row = std::prev(extrapolated_.end());
-  }
-  row->instances += 1;
-  row->total_iterations += l.total;
-  row->simulated_iterations += l.done;
-  row->iteration_s = iteration_s;
-  row->extrapolated_s += added_s;
 }
 
 // --- Reuse of repeated sections (isa::Program::reuse) ----------------------
@@ -910,12 +859,13 @@ void TensorCore::apply_reuse() {
     const auto times = static_cast<double>(reuse.extra);
     const ReuseSums& sums = reuse_sums_[r];
     for (std::size_t i = 0; i < sums.stats.size(); ++i) *reuse_stats_[i] += times * sums.stats[i];
-    loop_extra_.compute_s += times * sums.compute_s;
-    loop_extra_.comm_s += times * sums.comm_s;
-    loop_extra_.exposed_s += times * sums.exposed_s;
+    SkippedTime& skipped = loops_.skipped();
+    skipped.compute_s += times * sums.compute_s;
+    skipped.comm_s += times * sums.comm_s;
+    skipped.exposed_s += times * sums.exposed_s;
     for (const auto& [a, b] : sums.fabric) spmd_.fabric->add_repeats(a, b, reuse.extra);
     const double added = times * instance_s[r];
-    offset_s_ += added;
+    skipped.offset_s += added;
     reused_.push_back(SectionReuse{reuse.label, reuse.extra + 1, instance_s[r], added});
   }
 }

@@ -73,7 +73,7 @@ class TensorCore : public sc_core::sc_module {
   // The sections this core reused, in program order.
   [[nodiscard]] const std::vector<SectionReuse>& reused_sections() const { return reused_; }
   // The loops this core extrapolated, in order of first extrapolation.
-  [[nodiscard]] const std::vector<LoopExtrapolation>& extrapolated_loops() const { return extrapolated_; }
+  [[nodiscard]] const std::vector<LoopExtrapolation>& extrapolated_loops() const { return loops_.rows(); }
 
   [[nodiscard]] bool finished() const { return finished_; }
   // Includes the time of extrapolated loop iterations.
@@ -88,12 +88,12 @@ class TensorCore : public sc_core::sc_module {
   // Indexed by the program's provenance string id.
   [[nodiscard]] const std::vector<ProvenanceStats>& provenance() const { return prov_; }
   // Seconds some non-ICI unit was busy (the union of their busy intervals).
-  [[nodiscard]] double compute_seconds() const { return busy_time_.compute() + loop_extra_.compute_s; }
+  [[nodiscard]] double compute_seconds() const { return busy_time_.compute() + loops_.skipped().compute_s; }
   // Seconds a collective was in flight (union of issue..completion).
-  [[nodiscard]] double communication_seconds() const { return busy_time_.comm() + loop_extra_.comm_s; }
+  [[nodiscard]] double communication_seconds() const { return busy_time_.comm() + loops_.skipped().comm_s; }
   // Seconds a collective was in flight while no other unit was busy.
   [[nodiscard]] double exposed_communication_seconds() const {
-    return busy_time_.exposed() + loop_extra_.exposed_s;
+    return busy_time_.exposed() + loops_.skipped().exposed_s;
   }
 
  private:
@@ -191,58 +191,28 @@ class TensorCore : public sc_core::sc_module {
   };
   [[nodiscard]] std::string describe(const Waiting& w, const std::string& unit_name) const;
   Waiting sequencer_waiting_;
-  // What a loop iteration adds to the counters: a snapshot at a boundary.
-  struct LoopSnapshot {
-    std::vector<double> stats;             // loop_stats_
-    std::vector<ProvenanceStats> prov;     // the body's provenance ids
-    double compute_s = 0, comm_s = 0, exposed_s = 0;
-    CollectiveFabric::Counters fabric;
-  };
-  struct Loop {
-    std::uint32_t begin;
-    std::int64_t remaining;
-    // Extrapolation (sampled loops only).
-    std::uint32_t repeat_pc = 0;
-    std::int64_t total = 0;
-    std::int64_t done = 0;     // iterations completed
-    bool sampled = false;
-    LoopCoordinator::Key key{};
-    std::vector<BoundarySample> samples;  // the last three
-    LoopSnapshot prev, cur;
-  };
-  struct LoopBody {
-    std::vector<std::uint32_t> prov;  // provenance ids of the body, sorted
-    bool collectives = false;
-  };
-  // At a sampled boundary of loops_.back(): `skip` = the rest is extrapolated.
-  CoTask loop_boundary(Loop& l, bool& skip);
-  void loop_snapshot(const Loop& l, LoopSnapshot& out);
-  void extrapolate(Loop& l, std::int64_t skipped, double iteration_s);
-  const LoopBody& loop_body(std::uint32_t repeat_pc);
+  // Steady-state loop extrapolation: the tracker keeps the loop stack and
+  // the samples (sim/core/loop_tracker.h); the core samples its state and
+  // counters for it and meets the other cores at sampled boundaries.
+  // At a sampled boundary of `l`: `skip` = the rest is extrapolated.
+  CoTask loop_boundary(LoopFrame& l, bool& skip);
+  void loop_snapshot(const LoopFrame& l, LoopSnapshot& out);
+  void skip_rest(const LoopFrame& l, double iteration_s);
+  const LoopTracker::Body& loop_body(std::uint32_t repeat_pc);
   [[nodiscard]] std::uint64_t state_hash() const;
-  // A time of this core's timeline as reported: + the extrapolated time of
-  // every loop skipped at or before it.
-  [[nodiscard]] double reported(double t_s) const;
   std::vector<std::uint32_t> repeat_match_;
-  std::vector<Loop> loops_;
-  LoopPolicy loop_policy_;
+  LoopTracker loops_;
   LoopCoordinator* coordinator_ = nullptr;
   int coordinator_index_ = 0;
   std::vector<std::string> loop_stat_prefixes_;
   std::vector<Stat*> loop_stats_;                 // counters scaled by extrapolation
-  std::map<std::uint32_t, LoopBody> loop_bodies_;  // by repeat pc
+  std::map<std::uint32_t, LoopTracker::Body> loop_bodies_;  // by repeat pc
   std::vector<std::uint64_t> loop_entries_;       // by repeat pc: instances entered
   // By repeat pc: the loop's identity shared with the other cores (see
   // number_coordinated_loops), or kNotSampled.
   static constexpr std::uint32_t kNotSampled = 0xffffffffU;
   std::vector<std::uint32_t> loop_ids_;
   void number_coordinated_loops();
-  double offset_s_ = 0;                           // extrapolated time so far
-  std::vector<std::pair<double, double>> shifts_;  // (real time of a skip, offset_s_ from then on)
-  struct {
-    double compute_s = 0, comm_s = 0, exposed_s = 0;
-  } loop_extra_;
-  std::vector<LoopExtrapolation> extrapolated_;
   // Reuse: what each reused section's instructions added to the counters
   // (and, by retirement windows, to the time unions and the fabric).
   struct ReuseSums {

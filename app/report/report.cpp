@@ -15,6 +15,7 @@ using nlohmann::json;
 struct UnitRow {
   std::string name;
   const UnitUse* use;
+  std::string stat;  // its stats' prefix: chip0.coreN.<unit>
 };
 
 // Units of chip 0's cores that ran, named coreN.<unit> with several cores
@@ -23,7 +24,8 @@ std::vector<UnitRow> unit_rows(const SimResult& r) {
   std::vector<UnitRow> rows;
   for (std::size_t c = 0; c < r.cores.size(); ++c) {
     for (const UnitUse& u : r.cores[c].units) {
-      rows.push_back({r.cores.size() > 1 ? "core" + std::to_string(c) + "." + u.name : u.name, &u});
+      rows.push_back({r.cores.size() > 1 ? "core" + std::to_string(c) + "." + u.name : u.name, &u,
+                      "chip0.core" + std::to_string(c) + "." + u.name});
     }
   }
   std::sort(rows.begin(), rows.end(), [](const UnitRow& a, const UnitRow& b) { return a.name < b.name; });
@@ -36,12 +38,6 @@ double core_sum(const SimResult& r, Get get) {
   double v = 0;
   for (const CoreUse& c : r.cores) v += get(c);
   return v;
-}
-
-// Peak FLOP/s of one TensorCore.
-double core_peak_flops(const ChipConfig& c) {
-  return static_cast<double>(c.core.mxu.count) * static_cast<double>(c.core.mxu.rows) *
-         static_cast<double>(c.core.mxu.cols) * 2 * c.clock * c.core.mxu.rate.bf16;
 }
 
 struct OpRow {
@@ -121,154 +117,125 @@ bool provenance_is_approximation(std::string_view provenance) { return provenanc
 
 std::string provenance_root(std::string_view p) { return std::string(isa::provenance_root(p)); }
 
-json report_json(const ReportInput& in) {
+namespace {
+
+// The ops without an HLO module: one row per provenance, bounded by the chip's peaks.
+json provenance_ops_json(const ReportInput& in, int cores) {
   const ChipConfig& c = *in.chip;
   const SimResult& r = *in.result;
-  const StatsRegistry& s = r.stats;
   const double t = r.seconds;
-  const double total_cycles = std::max(r.cycles, 1.0);
-  json j;
-  j["program"] = in.program;
-  j["chip"] = c.name;
-  j["finished"] = r.finished;
-  j["step_time_s"] = t;
-  j["cycles"] = r.cycles;
-  const int cores = std::max(1, static_cast<int>(r.cores.size()));
-  j["tensorcores"] = cores;
-  json units = json::object();
-  double mxu_flops = 0;
-  for (const auto& [name, u] : unit_rows(r)) {
-    units[name] = {{"busy_cycles", u->counters.busy_cycles},
-                   {"utilization", u->counters.busy_cycles / total_cycles},
-                   {"instructions", u->counters.instructions},
-                   {"dependency_stall_cycles", u->counters.dependency_stall_cycles}};
-    if (u->kind == isa::Unit::kMxu) mxu_flops += u->flops;
-  }
-  j["units"] = units;
-  // The peak of the TensorCores the program ran on (all of a megacore chip's).
-  const double peak = core_peak_flops(c) * cores;
-  j["mxu"] = {{"flops", mxu_flops}, {"peak_flops_per_s", peak},
-              {"flop_utilization", t > 0 && peak > 0 ? mxu_flops / (t * peak) : 0.0}};
-  const double hbm_bytes = s.value("chip0.hbm.read_bytes") + s.value("chip0.hbm.write_bytes");
-  j["hbm"] = {{"bytes", hbm_bytes},
-              {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
-              {"bytes_per_s", t > 0 ? hbm_bytes / t : 0.0},
-              {"bandwidth_utilization", t > 0 ? hbm_bytes / (t * c.hbm.bandwidth) : 0.0}};
-  // VMEM and stalls: summed over the cores (each has its own VMEM).
-  j["vmem"] = {{"bytes", core_sum(r, [](const CoreUse& c) { return c.vmem.bytes; })},
-               {"utilization", core_sum(r, [](const CoreUse& c) { return c.vmem.busy_cycles; }) / cores / total_cycles}};
-  j["stalls"] = {
-      {"sequencer_semaphore_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_semaphore_cycles; })},
-      {"sequencer_queue_full_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_queue_full_cycles; })},
-      {"sequencer_barrier_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_barrier_cycles; })},
-      {"sequencer_core_barrier_cycles",
-       core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_core_barrier_cycles; })}};
+  const double peak = r.stats.value("chip0.mxu.peak_flops_per_s");
   json ops = json::array();
-  if (in.roofline == nullptr) {
-    for (const auto& p : r.provenance) {
-      const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
-      const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
-      const Limiter lim = limiter_of(p.stats, c, cores);
-      ops.push_back({{"name", p.name},
-                     {"limiter", lim.name},
-                     {"limiter_utilization", lim.utilization},
-                     {"busiest_resource", lim.busiest},
-                     {"resource_utilization", lim.use},
-                     {"time_s", p.stats.attributed_s},
-                     {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
-                     {"busy_s", p.stats.busy_s},
-                     {"instructions", p.stats.instructions},
-                     {"flops", p.stats.flops},
-                     {"transcendentals", p.stats.transcendentals},
-                     {"hbm_bytes", p.stats.hbm_bytes},
-                     {"bound_time_s", std::max(compute_s, memory_s)},
-                     {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
-    }
-  } else {
-    std::map<std::string, const hlo::RooflineRow*> bound_of;
-    for (const auto& row : in.roofline->ops) bound_of.emplace(row.name, &row);
-    for (const auto& op : rolled_up(r)) {
-      const double s_op = op.stats.attributed_s;
-      const auto it = bound_of.find(op.name);
-      const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
-      // The roofline row is one op's; a reused op's time covers its copies.
-      const double bound_s = b != nullptr ? b->bound_time_s * static_cast<double>(op.occurrences) : 0.0;
-      const Limiter lim = limiter_of(op.stats, c, cores);
-      ops.push_back({{"name", op.name},
-                     {"opcode", b != nullptr ? b->opcode : ""},
-                     {"op_name", b != nullptr ? b->op_name : ""},
-                     {"limiter", lim.name},
-                     {"limiter_utilization", lim.utilization},
-                     {"busiest_resource", lim.busiest},
-                     {"resource_utilization", lim.use},
-                     {"occurrences", op.occurrences},
-                     {"time_s", s_op},
-                     {"percent", t > 0 ? 100 * s_op / t : 0.0},
-                     {"busy_s", op.stats.busy_s},
-                     {"instructions", op.stats.instructions},
-                     {"flops", op.stats.flops},
-                     {"transcendentals", op.stats.transcendentals},
-                     {"hbm_bytes", op.stats.hbm_bytes},
-                     {"flop_utilization", s_op > 0 && peak > 0 ? op.stats.flops / (s_op * peak) : 0.0},
-                     {"hbm_bandwidth_utilization",
-                      s_op > 0 && c.hbm.bandwidth > 0 ? op.stats.hbm_bytes / (s_op * c.hbm.bandwidth) : 0.0},
-                     {"bound_time_s", bound_s},
-                     {"bound", b != nullptr ? std::string(hlo::bound_name(b->bound)) : "none"},
-                     // (No ratio against a bound below one cycle: a scalar
-                     // collective's nanoseconds would give 1e10.)
-                     {"time_over_bound", bound_s * c.clock >= 1 ? s_op / bound_s : 0.0},
-                     {"approximated", op.approximated}});
-    }
-    const double module_bound = in.roofline->total.bound_time_s;
-    j["bound_time_s"] = module_bound;
-    j["bound"] = std::string(hlo::bound_name(in.roofline->total.bound));
-    j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
+  for (const auto& p : r.provenance) {
+    const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
+    const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
+    const Limiter lim = limiter_of(p.stats, c, cores);
+    ops.push_back({{"name", p.name},
+                   {"limiter", lim.name},
+                   {"limiter_utilization", lim.utilization},
+                   {"busiest_resource", lim.busiest},
+                   {"resource_utilization", lim.use},
+                   {"time_s", p.stats.attributed_s},
+                   {"percent", t > 0 ? 100 * p.stats.attributed_s / t : 0.0},
+                   {"busy_s", p.stats.busy_s},
+                   {"instructions", p.stats.instructions},
+                   {"flops", p.stats.flops},
+                   {"transcendentals", p.stats.transcendentals},
+                   {"hbm_bytes", p.stats.hbm_bytes},
+                   {"bound_time_s", std::max(compute_s, memory_s)},
+                   {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
   }
-  j["ops"] = ops;
+  return ops;
+}
+
+// The HLO module's ops (rolled up to the entry computation) against their roofline rows.
+json roofline_ops_json(const ReportInput& in, int cores) {
+  const ChipConfig& c = *in.chip;
+  const SimResult& r = *in.result;
+  const double t = r.seconds;
+  const double peak = r.stats.value("chip0.mxu.peak_flops_per_s");
+  std::map<std::string, const hlo::RooflineRow*> bound_of;
+  for (const auto& row : in.roofline->ops) bound_of.emplace(row.name, &row);
+  json ops = json::array();
+  for (const auto& op : rolled_up(r)) {
+    const double s_op = op.stats.attributed_s;
+    const auto it = bound_of.find(op.name);
+    const hlo::RooflineRow* b = it == bound_of.end() ? nullptr : it->second;
+    // The roofline row is one op's; a reused op's time covers its copies.
+    const double bound_s = b != nullptr ? b->bound_time_s * static_cast<double>(op.occurrences) : 0.0;
+    const Limiter lim = limiter_of(op.stats, c, cores);
+    ops.push_back({{"name", op.name},
+                   {"opcode", b != nullptr ? b->opcode : ""},
+                   {"op_name", b != nullptr ? b->op_name : ""},
+                   {"limiter", lim.name},
+                   {"limiter_utilization", lim.utilization},
+                   {"busiest_resource", lim.busiest},
+                   {"resource_utilization", lim.use},
+                   {"occurrences", op.occurrences},
+                   {"time_s", s_op},
+                   {"percent", t > 0 ? 100 * s_op / t : 0.0},
+                   {"busy_s", op.stats.busy_s},
+                   {"instructions", op.stats.instructions},
+                   {"flops", op.stats.flops},
+                   {"transcendentals", op.stats.transcendentals},
+                   {"hbm_bytes", op.stats.hbm_bytes},
+                   {"flop_utilization", s_op > 0 && peak > 0 ? op.stats.flops / (s_op * peak) : 0.0},
+                   {"hbm_bandwidth_utilization",
+                    s_op > 0 && c.hbm.bandwidth > 0 ? op.stats.hbm_bytes / (s_op * c.hbm.bandwidth) : 0.0},
+                   {"bound_time_s", bound_s},
+                   {"bound", b != nullptr ? std::string(hlo::bound_name(b->bound)) : "none"},
+                   // (No ratio against a bound below one cycle: a scalar
+                   // collective's nanoseconds would give 1e10.)
+                   {"time_over_bound", bound_s * c.clock >= 1 ? s_op / bound_s : 0.0},
+                   {"approximated", op.approximated}});
+  }
+  return ops;
+}
+
+// Multi-chip figures: mode, per-chip times, ICI axes, collectives.
+void spmd_json(const SpmdResult& m, json& j) {
+  j["mode"] = spmd_mode_name(m.mode);
+  j["chips"] = m.chips;
+  j["system"] = m.topology;
+  json per_chip = json::array();
+  double compute_max = 0, exposed_max = 0, comm_max = 0;
+  for (const ChipTime& ct : m.chip_times) {
+    per_chip.push_back({{"device", ct.device},
+                        {"time_s", ct.seconds},
+                        {"compute_s", ct.compute_s},
+                        {"communication_s", ct.communication_s},
+                        {"exposed_communication_s", ct.exposed_s}});
+    compute_max = std::max(compute_max, ct.compute_s);
+    exposed_max = std::max(exposed_max, ct.exposed_s);
+    comm_max = std::max(comm_max, ct.communication_s);
+  }
+  j["per_chip"] = {{"simulated_chips", m.chip_times.size()},
+                   {"max_compute_s", compute_max},
+                   {"max_communication_s", comm_max},
+                   {"max_exposed_communication_s", exposed_max},
+                   {"chips", per_chip}};
+  json axes = json::array();
+  for (const AxisUse& a : m.axes) {
+    axes.push_back({{"axis", a.axis}, {"links", a.links}, {"busy_s", a.busy_s}, {"utilization", a.utilization}});
+  }
+  j["ici_axes"] = axes;
   json collectives = json::array();
-  if (in.spmd != nullptr) {
-    const SpmdResult& m = *in.spmd;
-    j["mode"] = spmd_mode_name(m.mode);
-    j["chips"] = m.chips;
-    j["system"] = m.topology;
-    json per_chip = json::array();
-    double compute_max = 0, exposed_max = 0, comm_max = 0;
-    for (const ChipTime& ct : m.chip_times) {
-      per_chip.push_back({{"device", ct.device},
-                          {"time_s", ct.seconds},
-                          {"compute_s", ct.compute_s},
-                          {"communication_s", ct.communication_s},
-                          {"exposed_communication_s", ct.exposed_s}});
-      compute_max = std::max(compute_max, ct.compute_s);
-      exposed_max = std::max(exposed_max, ct.exposed_s);
-      comm_max = std::max(comm_max, ct.communication_s);
-    }
-    j["per_chip"] = {{"simulated_chips", m.chip_times.size()},
-                     {"max_compute_s", compute_max},
-                     {"max_communication_s", comm_max},
-                     {"max_exposed_communication_s", exposed_max},
-                     {"chips", per_chip}};
-    json axes = json::array();
-    for (const AxisUse& a : m.axes) {
-      axes.push_back({{"axis", a.axis}, {"links", a.links}, {"busy_s", a.busy_s}, {"utilization", a.utilization}});
-    }
-    j["ici_axes"] = axes;
-    for (const CollectiveRow& row : m.collectives) {
-      collectives.push_back({{"op", row.op},
-                             {"bytes", row.bytes},
-                             {"group_size", row.group_size},
-                             {"algorithm", row.algorithm},
-                             {"time_s", row.seconds},
-                             {"count", row.count},
-                             {"total_s", row.seconds * static_cast<double>(row.count)},
-                             {"bound", row.bound}});
-    }
-  } else {
-    j["mode"] = "single-chip";
-    j["chips"] = 1;
+  for (const CollectiveRow& row : m.collectives) {
+    collectives.push_back({{"op", row.op},
+                           {"bytes", row.bytes},
+                           {"group_size", row.group_size},
+                           {"algorithm", row.algorithm},
+                           {"time_s", row.seconds},
+                           {"count", row.count},
+                           {"total_s", row.seconds * static_cast<double>(row.count)},
+                           {"bound", row.bound}});
   }
   j["collectives"] = collectives;
-  // Loop extrapolation (simulation.loops): which loops, iterations simulated of the total.
+}
+
+// Loop extrapolation (simulation.loops) and reuse (simulation.reuse): what
+// was not simulated instruction by instruction.
+void shortcuts_json(const ChipConfig& c, const SimResult& r, json& j) {
   j["loop_mode"] = std::string(enum_name(c.simulation.loops));
   json loops = json::array();
   for (const LoopExtrapolation& l : r.loops) {
@@ -281,7 +248,6 @@ json report_json(const ReportInput& in) {
                      {"extrapolated_s", l.extrapolated_s}});
   }
   j["loops"] = loops;
-  // Reuse (simulation.reuse): ops simulated once for their identical copies.
   json reused = json::array();
   for (const SectionReuse& rr : r.reused) {
     reused.push_back({{"op", rr.label}, {"instances", rr.instances}, {"instance_s", rr.instance_s},
@@ -289,6 +255,67 @@ json report_json(const ReportInput& in) {
   }
   j["reuse"] = c.simulation.reuse;
   j["reused"] = reused;
+}
+
+}  // namespace
+
+json report_json(const ReportInput& in) {
+  const ChipConfig& c = *in.chip;
+  const SimResult& r = *in.result;
+  const StatsRegistry& s = r.stats;
+  const double t = r.seconds;
+  json j;
+  j["program"] = in.program;
+  j["chip"] = c.name;
+  j["finished"] = r.finished;
+  j["step_time_s"] = t;
+  j["cycles"] = r.cycles;
+  const int cores = std::max(1, static_cast<int>(r.cores.size()));
+  j["tensorcores"] = cores;
+  // Utilizations and rates are the run's derived stats (formulas over its
+  // counters: sim/system.cpp), as stats.json shows them.
+  json units = json::object();
+  for (const auto& [name, u, stat] : unit_rows(r)) {
+    units[name] = {{"busy_cycles", u->counters.busy_cycles},
+                   {"utilization", s.value(stat + ".utilization")},
+                   {"instructions", u->counters.instructions},
+                   {"dependency_stall_cycles", u->counters.dependency_stall_cycles}};
+  }
+  j["units"] = units;
+  // The peak of the TensorCores the program ran on (all of a megacore chip's).
+  j["mxu"] = {{"flops", s.value("chip0.mxu.flops")},
+              {"peak_flops_per_s", s.value("chip0.mxu.peak_flops_per_s")},
+              {"flop_utilization", s.value("chip0.mxu.flop_utilization")}};
+  j["hbm"] = {{"bytes", s.value("chip0.hbm.bytes")},
+              {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
+              {"bytes_per_s", s.value("chip0.hbm.bytes_per_s")},
+              {"bandwidth_utilization", s.value("chip0.hbm.bandwidth_utilization")}};
+  // VMEM and stalls: summed over the cores (each has its own VMEM).
+  j["vmem"] = {{"bytes", core_sum(r, [](const CoreUse& c) { return c.vmem.bytes; })},
+               {"utilization", s.value("chip0.vmem.utilization")}};
+  j["stalls"] = {
+      {"sequencer_semaphore_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_semaphore_cycles; })},
+      {"sequencer_queue_full_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_queue_full_cycles; })},
+      {"sequencer_barrier_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_barrier_cycles; })},
+      {"sequencer_core_barrier_cycles",
+       core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_core_barrier_cycles; })}};
+  if (in.roofline == nullptr) {
+    j["ops"] = provenance_ops_json(in, cores);
+  } else {
+    j["ops"] = roofline_ops_json(in, cores);
+    const double module_bound = in.roofline->total.bound_time_s;
+    j["bound_time_s"] = module_bound;
+    j["bound"] = std::string(hlo::bound_name(in.roofline->total.bound));
+    j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
+  }
+  if (in.spmd != nullptr) {
+    spmd_json(*in.spmd, j);
+  } else {
+    j["mode"] = "single-chip";
+    j["chips"] = 1;
+    j["collectives"] = json::array();
+  }
+  shortcuts_json(c, r, j);
   j["notes"] = r.notes;
   j["blocked"] = r.blocked;
   j["stats"] = s.to_json();

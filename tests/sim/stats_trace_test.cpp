@@ -24,6 +24,36 @@ TEST(Stats, HierarchicalNamesSumAndDump) {
   EXPECT_EQ(j.size(), 3u);
 }
 
+TEST(Stats, FormulasFollowTheirStatsAndDumpTheirExpression) {
+  StatsRegistry r;
+  Stat& busy = r.add("core.mxu.busy_cycles", StatUnit::kCycles, "busy");
+  Stat& cycles = r.add("system.cycles", StatUnit::kCycles, "step");
+  r.add("core.vpu.busy_cycles", StatUnit::kCycles, "busy").value = 10;
+  r.add_ratio("core.mxu.utilization", StatUnit::kRatio, "busy share", "core.mxu.busy_cycles", "system.cycles");
+  r.add_sum("core.busy_cycles", StatUnit::kCycles, "all busy", {"core.mxu.busy_cycles", "core.vpu.busy_cycles"});
+  r.add("cores", StatUnit::kCount, "cores").value = 2;
+  r.add_ratio("core.share", StatUnit::kRatio, "per core", "core.busy_cycles", "system.cycles", "cores");
+  // No step yet: a ratio over zero is 0, not a NaN.
+  EXPECT_DOUBLE_EQ(r.value("core.mxu.utilization"), 0);
+  busy.value = 30;
+  cycles.value = 120;
+  EXPECT_DOUBLE_EQ(r.value("core.mxu.utilization"), 0.25);
+  EXPECT_DOUBLE_EQ(r.value("core.busy_cycles"), 40);
+  EXPECT_DOUBLE_EQ(r.value("core.share"), 40.0 / (120 * 2));
+  busy.value = 60;  // formulas are computed when read
+  EXPECT_DOUBLE_EQ(r.value("core.mxu.utilization"), 0.5);
+  const auto j = r.to_json();
+  EXPECT_EQ(j["core.mxu.utilization"]["formula"], "core.mxu.busy_cycles / system.cycles");
+  EXPECT_EQ(j["core.share"]["formula"], "core.busy_cycles / (system.cycles * cores)");
+  EXPECT_EQ(j["core.busy_cycles"]["formula"], "core.mxu.busy_cycles + core.vpu.busy_cycles");
+  EXPECT_DOUBLE_EQ(j["core.mxu.utilization"]["value"].get<double>(), 0.5);
+  EXPECT_EQ(j["core.mxu.utilization"]["unit"], "ratio");
+  // Formulas are not counters: sums over counters and the counter table leave them out.
+  EXPECT_DOUBLE_EQ(r.sum("core.", "busy_cycles"), 70);
+  EXPECT_EQ(r.all().size(), 4u);
+  EXPECT_EQ(r.formulas().size(), 3u);
+}
+
 TEST(Trace, WritesValidChromeTraceWithTracksAndMergesByProvenance) {
   std::ostringstream out;
   {

@@ -42,6 +42,29 @@ TEST(TensorCore, DenseDmaTakesLatencyPlusBytesOverHbmBandwidth) {
   EXPECT_DOUBLE_EQ(r.stats.value("chip0.hbm.read_bytes"), 1048576);
 }
 
+TEST(TensorCore, DerivedStatsAreFormulasOverTheRunsCounters) {
+  // 1 MiB HBM -> VMEM on v5e: every derived figure, recomputed here from
+  // the plain counters and the preset's figures.
+  const SimResult r = run(
+      ".buffer a hbm f32 [256, 1024]\n.buffer av vmem f32 [256, 1024]\n.semaphore s\n"
+      "dma.start dst=av src=a sem=s\nsem.wait sem=s\n");
+  ASSERT_TRUE(r.finished);
+  const StatsRegistry& s = r.stats;
+  EXPECT_DOUBLE_EQ(s.value("system.seconds"), r.seconds);
+  EXPECT_DOUBLE_EQ(s.value("system.cycles"), r.cycles);
+  const double bytes = s.value("chip0.hbm.read_bytes") + s.value("chip0.hbm.write_bytes");
+  EXPECT_DOUBLE_EQ(s.value("chip0.hbm.bytes"), 1048576);
+  EXPECT_DOUBLE_EQ(s.value("chip0.hbm.bytes_per_s"), bytes / r.seconds);
+  EXPECT_DOUBLE_EQ(s.value("chip0.hbm.bandwidth_utilization"), bytes / (r.seconds * 819e9));
+  EXPECT_GT(s.value("chip0.hbm.bandwidth_utilization"), 0.5);  // latency is the rest
+  EXPECT_DOUBLE_EQ(s.value("chip0.core0.dma0.utilization"), s.value("chip0.core0.dma0.busy_cycles") / r.cycles);
+  EXPECT_DOUBLE_EQ(s.value("chip0.vmem.utilization"), s.value("chip0.core0.vmem.busy_cycles") / r.cycles);
+  // v5e: 4 MXUs of 128 x 128 at 1.5 GHz, 2 FLOPs per MAC: 197 TFLOP/s bf16.
+  EXPECT_DOUBLE_EQ(s.value("chip0.mxu.peak_flops_per_s"), 4.0 * 128 * 128 * 2 * 1.5e9);
+  EXPECT_DOUBLE_EQ(s.value("chip0.mxu.flop_utilization"), 0);  // no MXU work
+  EXPECT_EQ(s.formulas().count("chip0.mxu.flop_utilization"), 1u);
+}
+
 TEST(TensorCore, ConcurrentDmasShareHbmBandwidth) {
   // Two 1 MiB copies on two engines: the HBM device serves 2 MiB, so the
   // pair takes latency + 2 MiB / 819 GB/s = 0.3 + 2.5606 us, not 0.3 + 1.28.
