@@ -114,6 +114,17 @@ void add_run_command(CLI::App& app, CliState& s) {
   run_cmd->add_flag_callback("--no-wrap", [&s] { s.run_opt.wrap = false; }, "No axis wraps around (a mesh)");
   run_cmd->add_option("--mode", s.run_opt.mode, "full | symmetric (default: full up to 256 chips, then symmetric)")
       ->type_name("MODE");
+  run_cmd->add_option("--group-by", s.run_opt.group_by,
+                      "Op profile grouping: category (XLA profiler categories), op_name (the framework's name "
+                      "path, levels to --depth) or none (one row per HLO op)")
+      ->type_name("BY")
+      ->capture_default_str();
+  run_cmd->add_option("--top", s.run_opt.top, "Show the N longest rows per level, the rest summed (0 = all)")
+      ->type_name("N")
+      ->capture_default_str();
+  run_cmd->add_option("--depth", s.run_opt.depth, "op_name levels shown with --group-by op_name (module > layer > op)")
+      ->type_name("D")
+      ->capture_default_str();
   add_loops_option(*run_cmd, s.opt);
   add_strict_option(*run_cmd, s.opt);
   add_reuse_option(*run_cmd, s.opt);

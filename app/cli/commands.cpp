@@ -170,6 +170,18 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
     err << fmt::format("--mode: error: expected full or symmetric, got '{}'\n", run.mode);
     return kUsageError;
   }
+  ProfileOptions profile;
+  if (!parse_group_by(run.group_by, profile.group_by)) {
+    err << fmt::format("--group-by: error: expected category, op_name or none, got '{}'\n", run.group_by);
+    return kUsageError;
+  }
+  if (run.top < 0 || run.depth < 1) {
+    err << (run.top < 0 ? fmt::format("--top: error: expected a count >= 0 (0 = all), got {}\n", run.top)
+                        : fmt::format("--depth: error: expected op_name levels >= 1, got {}\n", run.depth));
+    return kUsageError;
+  }
+  profile.top = run.top;
+  profile.depth = run.depth;
   LoadedConfig cfg;
   if (!load_chip_with_system(opt, run, cfg, err)) return kUsageError;
   std::optional<ChipConfig> lower_chip;
@@ -191,15 +203,19 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   const SimResult* result = &done->run.sim;
   const std::optional<SpmdResult>& spmd = done->run.spmd;
   const auto& roofline = done->compiled.roofline;
-  const ReportInput in{input, &cfg.chip, result, roofline ? &*roofline : nullptr, spmd ? &*spmd : nullptr};
+  const ReportInput in{input, &cfg.chip, result, roofline ? &*roofline : nullptr, spmd ? &*spmd : nullptr,
+                       profile};
   const nlohmann::json j = report_json(in);
+  const bool grouped = j.contains("groups");
   if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "ops.csv", report_csv(j), err)) return kUsageError;
+  if (grouped && !write_output_file(opt, "groups.csv", groups_csv(j["groups"]), err)) return kUsageError;
   if (opt.format == Format::kJson) {
     out << j.dump(2) << "\n";
   } else if (opt.format == Format::kCsv) {
-    out << report_csv(j);  // the per-op rows, also with -q (they are the result)
+    // The per-op (or grouped) rows, also with -q (they are the result).
+    out << (grouped ? groups_csv(j["groups"]) : report_csv(j));
   } else if (opt.verbosity >= 0 || !result->finished) {
     out << report_text(in);
   }

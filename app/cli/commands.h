@@ -23,6 +23,11 @@ struct RunOptions {
   // --wrap: every axis of --system wraps around (a torus); --no-wrap: none;
   // neither: system.wraparound, else the chip's system.wrap_rule.
   std::optional<bool> wrap;
+  // The op profile (docs/profile.md): --group-by category|op_name|none,
+  // --top N rows per level (0 = all), --depth D op_name levels.
+  std::string group_by = "none";
+  int top = 0;
+  int depth = 3;
 };
 
 

@@ -167,6 +167,8 @@ json roofline_ops_json(const ReportInput& in, int cores) {
     ops.push_back({{"name", op.name},
                    {"opcode", b != nullptr ? b->opcode : ""},
                    {"op_name", b != nullptr ? b->op_name : ""},
+                   {"category", b != nullptr ? b->profile_category : "other"},
+                   {"line", b != nullptr ? b->line : 0},
                    {"limiter", lim.name},
                    {"limiter_utilization", lim.utilization},
                    {"busiest_resource", lim.busiest},
@@ -257,6 +259,35 @@ void shortcuts_json(const ChipConfig& c, const SimResult& r, json& j) {
   j["reused"] = reused;
 }
 
+// Time summed by one field of the op rows ("category", "limiter"), longest first.
+json time_by(const json& ops, const char* field, double step_s) {
+  struct Sum {
+    std::int64_t ops = 0;
+    double time_s = 0, flops = 0, hbm_bytes = 0;
+  };
+  std::map<std::string, Sum> sums;
+  for (const auto& op : ops) {
+    if (!op.contains(field)) continue;
+    Sum& x = sums[op[field].get<std::string>()];
+    x.ops += 1;
+    x.time_s += op["time_s"].get<double>();
+    x.flops += op["flops"].get<double>();
+    x.hbm_bytes += op["hbm_bytes"].get<double>();
+  }
+  std::vector<std::pair<std::string, Sum>> rows(sums.begin(), sums.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.time_s > b.second.time_s; });
+  json out = json::array();
+  for (const auto& [name, x] : rows) {
+    out.push_back({{"name", name},
+                   {"ops", x.ops},
+                   {"time_s", x.time_s},
+                   {"percent", step_s > 0 ? 100 * x.time_s / step_s : 0.0},
+                   {"flops", x.flops},
+                   {"hbm_bytes", x.hbm_bytes}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json report_json(const ReportInput& in) {
@@ -287,6 +318,7 @@ json report_json(const ReportInput& in) {
               {"peak_flops_per_s", s.value("chip0.mxu.peak_flops_per_s")},
               {"flop_utilization", s.value("chip0.mxu.flop_utilization")}};
   j["hbm"] = {{"bytes", s.value("chip0.hbm.bytes")},
+              {"peak_bytes_per_s", s.value("chip0.hbm.peak_bytes_per_s")},
               {"moved_bytes", s.value("chip0.hbm.moved_bytes")},
               {"bytes_per_s", s.value("chip0.hbm.bytes_per_s")},
               {"bandwidth_utilization", s.value("chip0.hbm.bandwidth_utilization")}};
@@ -308,6 +340,9 @@ json report_json(const ReportInput& in) {
     j["bound"] = std::string(hlo::bound_name(in.roofline->total.bound));
     j["time_over_bound"] = module_bound > 0 ? t / module_bound : 0.0;
   }
+  j["by_limiter"] = time_by(j["ops"], "limiter", t);
+  if (in.roofline != nullptr) j["by_category"] = time_by(j["ops"], "category", t);
+  if (in.profile.group_by != GroupBy::kNone) j["groups"] = profile_groups(j, in.profile);
   if (in.spmd != nullptr) {
     spmd_json(*in.spmd, j);
   } else {
@@ -330,6 +365,32 @@ std::string limiter_text(const json& op) {
   const double use = 100 * op["limiter_utilization"].get<double>();
   if (name != "waiting") return fmt::format("{} {:.0f}%", name, use);
   return use > 0 ? fmt::format("waiting ({} {:.0f}%)", op["busiest_resource"].get<std::string>(), use) : name;
+}
+
+// "time by limiter: MXU 61.2%, HBM 20.4%, waiting 3.1%" (one line).
+std::string summary_text(const char* title, const json& rows) {
+  std::string o = fmt::format("{}:", title);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    o += fmt::format("{} {} {:.1f}%", i ? "," : "", rows[i]["name"].get<std::string>(), rows[i]["percent"].get<double>());
+  }
+  return o + "\n";
+}
+
+// The grouped op profile: categories, or op_name levels indented.
+std::string groups_text(const json& groups, GroupBy by) {
+  std::string o = fmt::format("\n{:<40} {:>9} {:>6} {:>5} {:>11} {:>9} {:>13} {:>8} {:>9}   limiter\n",
+                              by == GroupBy::kCategory ? "category" : "op_name", "time us", "%", "ops", "FLOP",
+                              "FLOP util", "HBM bytes", "HBM util", "x bound");
+  for (const auto& g : groups) {
+    const auto level = g["level"].get<int>();
+    const std::string name = std::string(static_cast<std::size_t>(2 * (level - 1)), ' ') + g["group"].get<std::string>();
+    o += fmt::format("{:<40} {:>9.3f} {:>6.1f} {:>5} {:>11} {:>8.1f}% {:>13} {:>7.1f}% {:>9.2f}   {}\n", name,
+                     g["time_s"].get<double>() * 1e6, g["percent"].get<double>(), g["ops"].get<std::int64_t>(),
+                     format_si(g["flops"].get<double>(), ""), 100 * g["flop_utilization"].get<double>(),
+                     format_si(g["hbm_bytes"].get<double>(), "B"), 100 * g["hbm_bandwidth_utilization"].get<double>(),
+                     g["time_over_bound"].get<double>(), g["limiter"].get<std::string>());
+  }
+  return o;
 }
 }  // namespace
 
@@ -391,32 +452,54 @@ std::string report_text(const ReportInput& in) {
                    cores > 1 ? fmt::format(", core.barrier {:.0f} (summed over the cores)",
                                            j["stalls"]["sequencer_core_barrier_cycles"].get<double>())
                              : std::string());
+  const int top = in.profile.top;
+  // "... 12 more ops: 3.2 us, 1.1%" below a table cut at --top.
+  const auto rest = [&o](const json& rows, std::size_t shown, const char* what) {
+    if (rows.size() <= shown) return;
+    double time_s = 0, percent = 0;
+    for (std::size_t i = shown; i < rows.size(); ++i) {
+      time_s += rows[i]["time_s"].get<double>();
+      percent += rows[i]["percent"].get<double>();
+    }
+    o += fmt::format("... {} more {}: {:.3f} us, {:.1f}%\n", rows.size() - shown, what, time_s * 1e6, percent);
+  };
+  const std::size_t shown = top > 0 ? std::min(j["ops"].size(), static_cast<std::size_t>(top)) : j["ops"].size();
   if (in.roofline == nullptr) {
     o += "\nop (provenance)                    time us      %        FLOP     HBM bytes   bound    limiter\n";
-    for (const auto& op : j["ops"]) {
+    for (std::size_t i = 0; i < shown; ++i) {
+      const json& op = j["ops"][i];
       o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>13} {:>7}    {}\n", op["name"].get<std::string>(),
                        op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
                        format_si(op["flops"].get<double>(), ""), format_si(op["hbm_bytes"].get<double>(), "B"),
                        op["bound"].get<std::string>(), limiter_text(op));
     }
+    rest(j["ops"], shown, "ops");
   } else {
     o += fmt::format("roofline     {:.3f} us bound ({}); simulated {:.3f}x the bound\n",
                      j["bound_time_s"].get<double>() * 1e6, j["bound"].get<std::string>(),
                      j["time_over_bound"].get<double>());
-    o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
-         "    bound us   x bound   bound    limiter\n";
-    for (const auto& op : j["ops"]) {
-      const auto occurrences = op["occurrences"].get<std::int64_t>();
-      const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>() +
-                               (occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
-      o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}    {}\n", name,
-                       op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
-                       format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
-                       format_si(op["hbm_bytes"].get<double>(), "B"),
-                       100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
-                       op["time_over_bound"].get<double>(), op["bound"].get<std::string>(), limiter_text(op));
+    if (j.contains("groups")) {
+      o += groups_text(j["groups"], in.profile.group_by);
+    } else {
+      o += "\nHLO op (* approximated)            time us      %        FLOP  FLOP util     HBM bytes  HBM util"
+           "    bound us   x bound   bound    limiter\n";
+      for (std::size_t i = 0; i < shown; ++i) {
+        const json& op = j["ops"][i];
+        const auto occurrences = op["occurrences"].get<std::int64_t>();
+        const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>() +
+                                 (occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
+        o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}    {}\n",
+                         name, op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
+                         format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
+                         format_si(op["hbm_bytes"].get<double>(), "B"),
+                         100 * op["hbm_bandwidth_utilization"].get<double>(), op["bound_time_s"].get<double>() * 1e6,
+                         op["time_over_bound"].get<double>(), op["bound"].get<std::string>(), limiter_text(op));
+      }
+      rest(j["ops"], shown, "ops");
     }
+    o += summary_text("time by category", j["by_category"]);
   }
+  o += summary_text("time by limiter", j["by_limiter"]);
   if (in.spmd != nullptr && !in.spmd->collectives.empty()) {
     o += "\ncollective          bytes      group  algorithm                       time us   count    bound\n";
     for (const CollectiveRow& row : in.spmd->collectives) {
@@ -459,7 +542,137 @@ std::string report_csv(const json& report) {
   return rows_csv(report["ops"], {"name", "opcode", "occurrences", "time_s", "percent", "flops", "transcendentals",
                                   "flop_utilization", "hbm_bytes", "hbm_bandwidth_utilization", "bound_time_s",
                                   "time_over_bound", "bound", "limiter", "limiter_utilization", "instructions",
-                                  "approximated"});
+                                  "approximated", "category", "op_name", "line"});
+}
+
+bool parse_group_by(std::string_view text, GroupBy& out) {
+  if (text == "none") {
+    out = GroupBy::kNone;
+  } else if (text == "category") {
+    out = GroupBy::kCategory;
+  } else if (text == "op_name") {
+    out = GroupBy::kOpName;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// One group of op rows, and its sub-groups (op_name levels).
+struct Group {
+  std::string name, path;
+  std::int64_t ops = 0;
+  double time_s = 0, flops = 0, hbm_bytes = 0, bound_s = 0;
+  std::map<std::string, double> limiter_s;
+  std::map<std::string, Group> children;
+  void add(const json& op) {
+    ops += 1;
+    time_s += op["time_s"].get<double>();
+    flops += op["flops"].get<double>();
+    hbm_bytes += op["hbm_bytes"].get<double>();
+    bound_s += op.value("bound_time_s", 0.0);
+    limiter_s[op["limiter"].get<std::string>()] += op["time_s"].get<double>();
+  }
+};
+
+// "jit(f)/layers_3/attention/dot_general" -> its components; an op without
+// one is grouped under "(no op_name)" by its HLO name.
+std::vector<std::string> op_name_path(const json& op) {
+  const std::string name = op.value("op_name", std::string());
+  std::vector<std::string> parts;
+  if (name.empty()) return {"(no op_name)", op["name"].get<std::string>()};
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t slash = name.find('/', start);
+    const std::string part = name.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+void emit_groups(const std::map<std::string, Group>& level, int depth, const ProfileOptions& o, double step_s,
+                 double peak, double hbm_bw, json& out) {
+  std::vector<const Group*> order;
+  for (const auto& [name, g] : level) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) { return a->time_s > b->time_s; });
+  // Past --top, the rest of the level as one row "(N more)", so each level still sums to its parent.
+  Group rest;
+  if (o.top > 0 && order.size() > static_cast<std::size_t>(o.top)) {
+    const auto keep = static_cast<std::size_t>(o.top);
+    rest.name = fmt::format("({} more)", order.size() - keep);
+    rest.path = order[keep]->path.substr(0, order[keep]->path.size() - order[keep]->name.size()) + rest.name;
+    for (std::size_t i = keep; i < order.size(); ++i) {
+      const Group& g = *order[i];
+      rest.ops += g.ops;
+      rest.time_s += g.time_s;
+      rest.flops += g.flops;
+      rest.hbm_bytes += g.hbm_bytes;
+      rest.bound_s += g.bound_s;
+      for (const auto& [l, t] : g.limiter_s) rest.limiter_s[l] += t;
+    }
+    order.resize(keep);
+    order.push_back(&rest);
+  }
+  for (const Group* g : order) {
+    const auto lim = std::max_element(g->limiter_s.begin(), g->limiter_s.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    const double t = g->time_s;
+    out.push_back({{"group", g->name},
+                   {"path", g->path},
+                   {"level", depth},
+                   {"ops", g->ops},
+                   {"time_s", t},
+                   {"percent", step_s > 0 ? 100 * t / step_s : 0.0},
+                   {"flops", g->flops},
+                   {"flop_utilization", t > 0 && peak > 0 ? g->flops / (t * peak) : 0.0},
+                   {"hbm_bytes", g->hbm_bytes},
+                   {"hbm_bandwidth_utilization", t > 0 && hbm_bw > 0 ? g->hbm_bytes / (t * hbm_bw) : 0.0},
+                   {"bound_time_s", g->bound_s},
+                   {"time_over_bound", g->bound_s > 0 ? t / g->bound_s : 0.0},
+                   {"limiter", lim == g->limiter_s.end() ? std::string("waiting") : lim->first}});
+    if (!g->children.empty()) emit_groups(g->children, depth + 1, o, step_s, peak, hbm_bw, out);
+  }
+}
+
+}  // namespace
+
+json profile_groups(const json& report, const ProfileOptions& options) {
+  std::map<std::string, Group> top;
+  for (const auto& op : report["ops"]) {
+    if (options.group_by == GroupBy::kCategory) {
+      const std::string c = op.value("category", std::string("other"));
+      Group& g = top[c];
+      g.name = g.path = c;
+      g.add(op);
+      continue;
+    }
+    if (options.group_by != GroupBy::kOpName) continue;
+    const std::vector<std::string> parts = op_name_path(op);
+    std::map<std::string, Group>* level = &top;
+    std::string path;
+    const int depth = options.depth > 0 ? options.depth : static_cast<int>(parts.size());
+    for (std::size_t i = 0; i < parts.size() && static_cast<int>(i) < depth; ++i) {
+      path += (i ? "/" : "") + parts[i];
+      Group& g = (*level)[parts[i]];
+      g.name = parts[i];
+      g.path = path;
+      g.add(op);
+      level = &g.children;
+    }
+  }
+  json out = json::array();
+  emit_groups(top, 1, options, report["step_time_s"].get<double>(), report["mxu"]["peak_flops_per_s"].get<double>(),
+              report["hbm"]["peak_bytes_per_s"].get<double>(), out);
+  return out;
+}
+
+std::string groups_csv(const json& groups) {
+  return rows_csv(groups, {"group", "path", "level", "ops", "time_s", "percent", "flops", "flop_utilization",
+                           "hbm_bytes", "hbm_bandwidth_utilization", "bound_time_s", "time_over_bound", "limiter"});
 }
 
 }  // namespace tpusim

@@ -13,6 +13,16 @@
 
 namespace tpusim {
 
+// The op profile's grouping (`run --group-by`, `--top`, `--depth`).
+enum class GroupBy { kNone, kCategory, kOpName };
+struct ProfileOptions {
+  GroupBy group_by = GroupBy::kNone;
+  int top = 0;    // rows shown per level; 0 = all
+  int depth = 3;  // op_name grouping: path levels shown (module > layer > op)
+};
+// "category" | "op_name" | "none"; false when the text is none of them.
+bool parse_group_by(std::string_view text, GroupBy& out);
+
 struct ReportInput {
   std::string program;  // file name
   const ChipConfig* chip = nullptr;
@@ -24,6 +34,7 @@ struct ReportInput {
   // roofline bound and the ratio of simulated time to it.
   const hlo::RooflineReport* roofline = nullptr;
   const SpmdResult* spmd = nullptr;  // multi-chip runs: system, per-chip split, collectives
+  ProfileOptions profile;
 };
 
 // The entry-computation op a provenance string belongs to:
@@ -43,16 +54,33 @@ std::string provenance_root(std::string_view provenance);
 // "flop_utilization", "hbm_bandwidth_utilization", "approximated", "occurrences"
 // (a reused op and its identical copies: time, FLOPs, bound cover all); per
 // op always "limiter", "limiter_utilization", "busiest_resource" and
-// "resource_utilization" (each resource's use over the op's time).
+// "resource_utilization" (each resource's use over the op's time), and with
+// a roofline "category" (hlo::profile_category), "op_name" and "line" (of
+// the op in the HLO file). Summaries: "by_limiter" and, with a roofline,
+// "by_category": [{"name","ops","time_s","percent","flops","hbm_bytes"}],
+// longest first. With profile.group_by: "groups" (profile_groups()).
 nlohmann::json report_json(const ReportInput& in);
 std::string report_text(const ReportInput& in);
 // The per-op rows as CSV (`run --format csv`), one header line, columns in
 // this order: name,opcode,occurrences,time_s,percent,flops,transcendentals,
 // flop_utilization,hbm_bytes,hbm_bandwidth_utilization,bound_time_s,
-// time_over_bound,bound,limiter,limiter_utilization,instructions,approximated
-// (a column the rows lack is empty: without a roofline, opcode and the
-// utilizations).
+// time_over_bound,bound,limiter,limiter_utilization,instructions,approximated,
+// category,op_name,line (a column the rows lack is empty: without a
+// roofline, opcode, the utilizations, category, op_name and line).
 std::string report_csv(const nlohmann::json& report);
+// The op profile grouped (docs/profile.md): one row per category, or per
+// op_name path prefix down to `depth` levels (a row per level, parents
+// before their children, each level longest first), at most `top` rows per
+// level. Row fields: "group" (the category or the path's last component),
+// "path" (the whole prefix; the category itself), "level" (1 = top),
+// "ops", "time_s", "percent", "flops", "flop_utilization", "hbm_bytes",
+// "hbm_bandwidth_utilization", "bound_time_s", "time_over_bound",
+// "limiter" (the limiter of most of the group's time).
+nlohmann::json profile_groups(const nlohmann::json& report, const ProfileOptions& options);
+// The groups as CSV (`run --group-by ... --format csv`): group,path,level,
+// ops,time_s,percent,flops,flop_utilization,hbm_bytes,
+// hbm_bandwidth_utilization,bound_time_s,time_over_bound,limiter.
+std::string groups_csv(const nlohmann::json& groups);
 // JSON objects as CSV rows: a header of `columns`, then per row each
 // column's value (strings quoted when they hold a comma, quote or newline;
 // numbers to 9 significant digits; missing or null fields empty).

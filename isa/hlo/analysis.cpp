@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/parser.h"
+#include "isa/hlo/structure.h"
 
 namespace tpusim::hlo {
 
@@ -94,7 +95,80 @@ bool is_free(const OpCost& c) {
   return c.flops == 0 && c.transcendentals == 0 && c.bytes_accessed() == 0 && c.collective_bytes == 0;
 }
 
+// Does the computation (or one it calls) contain this opcode?
+bool contains(const Computation* c, Opcode op, int depth = 0) {
+  if (c == nullptr || depth > kMaxCallDepth) return false;
+  for (const Instruction* i : c->instructions()) {
+    if (i->opcode() == op) return true;
+    for (const Computation* called : i->called_computations()) {
+      if (contains(called, op, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+SourceLines::SourceLines(std::string_view text) {
+  starts_.push_back(0);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') starts_.push_back(static_cast<std::uint32_t>(i + 1));
+  }
+}
+
+int SourceLines::line(std::uint32_t offset) const {
+  return static_cast<int>(std::upper_bound(starts_.begin(), starts_.end(), offset) - starts_.begin());
+}
+
+std::string profile_category(const Instruction& inst) {
+  const Opcode op = inst.opcode();
+  switch (opcode_category(op)) {
+    case OpCategory::kContraction:
+      return op == Opcode::kConvolution ? "convolution" : "matmul";
+    case OpCategory::kFusion: {
+      const Computation* f = inst.fused_computation();
+      if (contains(f, Opcode::kConvolution)) return "convolution fusion";
+      if (contains(f, Opcode::kDot) || contains(f, Opcode::kScaledDot) || contains(f, Opcode::kRaggedDot)) {
+        return "matmul fusion";
+      }
+      const auto kind = word_attr(inst, AttrId::kKind).value_or("kLoop");
+      if (kind == "kInput") return "input fusion";
+      if (kind == "kOutput") return "output fusion";
+      if (kind == "kCustom") return "custom fusion";
+      return "loop fusion";
+    }
+    case OpCategory::kCollective:
+      return "collective";
+    case OpCategory::kAsyncDone:
+      return op == Opcode::kCopyDone ? "data formatting" : op == Opcode::kAsyncDone || op == Opcode::kAsyncUpdate
+                                                              ? "control flow"
+                                                              : "collective";
+    case OpCategory::kDataMovement:
+      return "data formatting";
+    case OpCategory::kElementwiseUnary:
+    case OpCategory::kElementwiseBinary:
+    case OpCategory::kElementwiseTernary:
+      return "elementwise";
+    case OpCategory::kReduction:
+      return "reduction";
+    case OpCategory::kCustomCall:
+      return "custom call";
+    case OpCategory::kControlFlow:
+      return "control flow";
+    default:
+      return "other";
+  }
+}
+
+std::string profile_category_of_fusion(std::span<const Instruction* const> members) {
+  bool reduce = false;
+  for (const Instruction* m : members) {
+    if (m->opcode() == Opcode::kConvolution) return "convolution fusion";
+    if (opcode_category(m->opcode()) == OpCategory::kContraction) return "matmul fusion";
+    reduce = reduce || opcode_category(m->opcode()) == OpCategory::kReduction;
+  }
+  return reduce ? "input fusion" : "loop fusion";
+}
 
 RooflineReport roofline(const Module& module, const RooflineRates& rates) {
   RooflineReport r;
@@ -103,6 +177,7 @@ RooflineReport roofline(const Module& module, const RooflineRates& rates) {
   if (!entry) return r;
   CostAnalysis analysis;
   const std::vector<OpCost> costs = analysis.costs(*entry);
+  const SourceLines lines(module.source().text);
   const auto& insts = entry->instructions();
   for (std::size_t i = 0; i < insts.size(); ++i) {
     const OpCost& c = costs[i];
@@ -112,6 +187,8 @@ RooflineReport roofline(const Module& module, const RooflineRates& rates) {
     row.opcode = std::string(insts[i]->opcode_text());
     if (const auto md = metadata_attr(*insts[i])) row.op_name = md->op_name;
     row.category = std::string(op_category_name(opcode_category(insts[i]->opcode())));
+    row.profile_category = profile_category(*insts[i]);
+    row.line = lines.line(insts[i]->offset());
     row.cost = c;
     row.intensity = safe_div(c.flops + c.transcendentals, c.bytes_accessed());
     const bool matmul = c.matmul_type != ElementType::kTuple;
@@ -169,6 +246,9 @@ nlohmann::json to_json(const RooflineReport& r) {
     ops.push_back({{"name", row.name},
                    {"opcode", row.opcode},
                    {"category", row.category},
+                   {"profile_category", row.profile_category},
+                   {"op_name", row.op_name},
+                   {"line", row.line},
                    {"flops", row.cost.flops},
                    {"transcendentals", row.cost.transcendentals},
                    {"bytes_read", row.cost.bytes_read},

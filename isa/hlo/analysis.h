@@ -54,6 +54,9 @@ struct RooflineRow {
   std::string opcode;    // as written
   std::string op_name;   // metadata op_name (the framework's name for it), "" when absent
   std::string category;  // op_category_name
+  // The op profile's category (XProf's grouping): profile_category().
+  std::string profile_category;
+  int line = 0;          // 1-based line of the instruction in the HLO file
   OpCost cost;
   double intensity = 0;  // flops per byte accessed (0 if no bytes)
   double compute_time_s = 0, memory_time_s = 0, communication_time_s = 0;
@@ -77,6 +80,29 @@ struct RooflineReport {
 };
 
 RooflineReport roofline(const Module& module, const RooflineRates& rates);
+
+// The op profile's category of an instruction, as XLA's profiler groups ops:
+// "matmul" or "convolution" (a bare dot or convolution), "matmul fusion" or
+// "convolution fusion" (a fusion around one), "loop fusion", "input fusion"
+// (reductions), "output fusion" or "custom fusion" (by the fusion's kind),
+// "collective" (and the -done halves of async collectives), "data formatting"
+// (copies, transposes, reshapes, slices, gathers: no arithmetic),
+// "elementwise", "reduction", "custom call", "control flow", "other".
+std::string profile_category(const Instruction& inst);
+// The same for a fusion that tpusim forms itself (an unoptimized module):
+// from its members' opcodes (XLA's fusion kinds: a reduce makes an input
+// fusion, anything else a loop fusion).
+std::string profile_category_of_fusion(std::span<const Instruction* const> members);
+// 1-based line numbers of offsets in a module's HLO text (built once: a
+// big module has millions of lines).
+class SourceLines {
+ public:
+  explicit SourceLines(std::string_view text);
+  [[nodiscard]] int line(std::uint32_t offset) const;
+
+ private:
+  std::vector<std::uint32_t> starts_;  // offset of each line's first character
+};
 
 std::string render_text(const RooflineReport& r);
 std::string render_json(const RooflineReport& r);  // {"module","ops":[…],"total":{…}}

@@ -243,6 +243,8 @@ hlo::RooflineReport roofline_as_lowered(const hlo::Module& module, const hlo::Ro
     row.name = std::string(g.root->name());
     row.opcode = "fusion";
     row.category = "fusion";
+    row.profile_category = hlo::profile_category_of_fusion(g.members);
+    if (const auto root = by_name.find(row.name); root != by_name.end()) row.line = root->second->line;
     if (const auto md = hlo::metadata_attr(*g.root)) row.op_name = md->op_name;  // as XLA names a fusion
     for (const Instruction* y : g.members) dropped.insert(std::string(y->name()));
     row.cost = group_cost(g, cost);

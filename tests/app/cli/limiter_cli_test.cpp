@@ -83,7 +83,7 @@ TEST(CliReportCsv, RunPrintsTheOpRowsAsCsv) {
             (std::vector<std::string>{"name", "opcode", "occurrences", "time_s", "percent", "flops", "transcendentals",
                                       "flop_utilization", "hbm_bytes", "hbm_bandwidth_utilization", "bound_time_s",
                                       "time_over_bound", "bound", "limiter", "limiter_utilization", "instructions",
-                                      "approximated"}));
+                                      "approximated", "category", "op_name", "line"}));
   const auto js = binary("run " + hlo + " --chip v5e --format json -q");
   ASSERT_EQ(js.code, 0) << js.err;
   const auto j = nlohmann::json::parse(js.out);
@@ -92,6 +92,7 @@ TEST(CliReportCsv, RunPrintsTheOpRowsAsCsv) {
   for (std::size_t i = 0; i < table->records.size(); ++i) {
     EXPECT_EQ(table->text(table->records[i], "name"), j["ops"][i]["name"].get<std::string>());
     EXPECT_EQ(table->text(table->records[i], "limiter"), j["ops"][i]["limiter"].get<std::string>());
+    EXPECT_EQ(table->text(table->records[i], "category"), j["ops"][i]["category"].get<std::string>());
     sum += *table->number(table->records[i], "time_s");
   }
   EXPECT_NEAR(sum, j["step_time_s"].get<double>(), 1e-6 * j["step_time_s"].get<double>());
