@@ -7,8 +7,12 @@ efficiency (line, right axis).
   scripts/plot_scale.py scale.json scale.svg
 """
 import json
+import os
 import sys
 from xml.sax.saxutils import escape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_units import time_unit  # noqa: E402
 
 
 def main():
@@ -26,7 +30,8 @@ def main():
         return 1
     w, h, left, right, top, bottom = 720, 400, 70, 70, 40, 60
     pw, ph = w - left - right, h - top - bottom
-    tmax = max(r["step_time_s"] for r in rows) * 1e6 * 1.1
+    factor, unit = time_unit([r["step_time_s"] for r in rows])
+    tmax = max(r["step_time_s"] for r in rows) / factor * 1.1
     slot = pw / len(rows)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
            f'<text x="{w / 2}" y="20" text-anchor="middle" font-size="14">'
@@ -35,16 +40,16 @@ def main():
            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="black"/>',
            f'<line x1="{left + pw}" y1="{top}" x2="{left + pw}" y2="{top + ph}" stroke="black"/>',
            f'<text x="15" y="{top + ph / 2}" transform="rotate(-90 15 {top + ph / 2})" text-anchor="middle">'
-           'step time (us)</text>',
+           f'step time ({unit})</text>',
            f'<text x="{w - 15}" y="{top + ph / 2}" transform="rotate(90 {w - 15} {top + ph / 2})" '
            'text-anchor="middle">scaling efficiency (%)</text>']
     for k in range(5):
         y = top + ph - ph * k / 4
-        out.append(f'<text x="{left - 5}" y="{y + 4}" text-anchor="end">{tmax * k / 4:.0f}</text>')
+        out.append(f'<text x="{left - 5}" y="{y + 4}" text-anchor="end">{tmax * k / 4:.3g}</text>')
         out.append(f'<text x="{left + pw + 5}" y="{y + 4}">{30 * k:.0f}</text>')  # 0..120 %
     points = []
     for i, r in enumerate(rows):
-        t = r["step_time_s"] * 1e6
+        t = r["step_time_s"] / factor
         x = left + slot * i + slot * 0.2
         bh = ph * t / tmax
         out.append(f'<rect x="{x:.1f}" y="{top + ph - bh:.1f}" width="{slot * 0.6:.1f}" height="{bh:.1f}" '

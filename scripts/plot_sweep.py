@@ -27,6 +27,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_units import is_time, plain_axes, si_unit, time_label, time_unit  # noqa: E402
+
 KINDS = ("heatmap", "pareto", "scaling")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -54,10 +57,25 @@ def config_keys():
     return None if t is None else set(t)
 
 
-def unit_label(key):
-    """'hbm.bandwidth (B/s)' for a key with a unit (values are in base units)."""
+def unit_label(key, values=()):
+    """'hbm.bandwidth (TB/s)' and the factor its values (in base units) are
+    divided by: the key's unit with the SI prefix that fits `values`."""
     unit = (config_table() or {}).get(key, "")
-    return f"{key} ({unit})" if unit else key
+    if not unit:
+        return key, 1.0
+    if unit == "s":
+        factor, name = time_unit(values)
+        return f"{key} ({name})", factor
+    factor, name = si_unit(values, unit)
+    return f"{key} ({name})", factor
+
+
+def metric_scale(metric, values):
+    """(axis label, divisor) for a metric: times in s/ms/us/ns as they fit."""
+    if is_time(metric):
+        factor, name = time_unit(values)
+        return time_label(metric, name), factor
+    return metric, 1.0
 
 
 def number(v):
@@ -319,12 +337,13 @@ def heatmap(plt, recs, args, workloads):
         for r in usable(wr, args.metric):
             cell = (ys.index(axis_key(r, ya)), xs.index(axis_key(r, xa)))
             sums.setdefault(cell, []).append(r.value(args.metric))
+        label, factor = metric_scale(args.metric, [x for v in sums.values() for x in v])
         for (i, j), v in sums.items():
-            grid[i, j] = sum(v) / len(v)
+            grid[i, j] = sum(v) / len(v) / factor
         masked = np.ma.masked_invalid(grid)
         mesh = ax.pcolormesh(masked, cmap="viridis", shading="flat")
         mesh.set_gid(f"heatmap-cells-{wi}")
-        fig.colorbar(mesh, ax=ax, label=args.metric)
+        fig.colorbar(mesh, ax=ax, label=label)
         for (i, j) in sums:
             ax.text(j + 0.5, i + 0.5, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=8, color="w")
         for i in range(len(ys)):
@@ -359,13 +378,16 @@ def pareto(plt, recs, args, workloads):
     for wi, (w, ax) in enumerate(zip(workloads, axs)):
         pts = [r for r in usable([r for r in recs if r.workload == w], "time_s") if r.value("area_proxy") is not None]
         ax.set_title(os.path.basename(w), fontsize=10)
-        ax.set_xlabel("step time (s)")
         ax.set_ylabel("area proxy (au)")
         if not pts:
+            ax.set_xlabel("step time")
             ax.text(0.5, 0.5, "no ok run with time and area", transform=ax.transAxes, ha="center")
             continue
         drawn += len(pts)
-        t = [r.value("time_s") for r in pts]
+        tf, tu = time_unit([r.value("time_s") for r in pts])
+        ax.set_xlabel(f"step time ({tu})")
+        plain_axes(ax)
+        t = [r.value("time_s") / tf for r in pts]
         a = [r.value("area_proxy") for r in pts]
         pw = [r.value("power_proxy") for r in pts]
         has_p = [p is not None for p in pw]
@@ -420,14 +442,20 @@ def scaling(plt, recs, args, workloads):
     check_metric(recs, args.metric)
     others = [a for a in axes if a != pa]
     is_list = any(list_product(r.params[key][1]) is not None for r in recs)
-    xlabel = f"chips ({key} product)" if is_list and "topology" in key else unit_label(key)
+    xfactor = 1.0
+    if is_list and "topology" in key:
+        xlabel = f"chips ({key} product)"
+    else:
+        xlabel, xfactor = unit_label(key, [r.params[key][0] for r in recs])
     fig, axs = panels(plt, len(workloads))
     for wi, (w, ax) in enumerate(zip(workloads, axs)):
         wr = usable([r for r in recs if r.workload == w], args.metric)
+        # Each panel in the time unit that fits its own values.
+        ylabel, yfactor = metric_scale(args.metric, [r.value(args.metric) for r in wr])
         lines = {}
         for r in wr:
             lk = tuple(axis_key(r, a) for a in others)
-            lines.setdefault(lk, []).append((r.params[key][0], r.value(args.metric)))
+            lines.setdefault(lk, []).append((r.params[key][0] / xfactor, r.value(args.metric) / yfactor))
         merged = False
         for li, (lk, raw) in enumerate(sorted(lines.items())):
             by_x = {}
@@ -439,10 +467,11 @@ def scaling(plt, recs, args, workloads):
             (ln,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
             ln.set_gid(f"scaling-line-{wi}-{li}")
         xs = sorted({r.params[key][0] for r in wr})
+        plain_axes(ax)
         if xs and xs[0] > 0 and xs[-1] / xs[0] >= 8:
             ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(args.metric)
+        ax.set_ylabel(ylabel)
         ax.set_title(os.path.basename(w) + ("\n(points at equal x averaged)" if merged else ""), fontsize=10)
         if not wr:
             ax.text(0.5, 0.5, "no ok run", transform=ax.transAxes, ha="center")
