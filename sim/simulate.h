@@ -19,6 +19,9 @@ namespace tpusim {
 struct SimOptions {
   std::string trace_path;          // "" = no trace
   double trace_merge_gap_s = 0;    // merge same-provenance slices closer than this
+  // The chips whose TensorCores the trace shows (a multi-chip run); empty:
+  // every simulated chip.
+  std::vector<std::int64_t> trace_chips;
 };
 
 struct ProvenanceRow {

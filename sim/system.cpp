@@ -265,8 +265,10 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
   chips.reserve(static_cast<std::size_t>(simulated));
   for (std::int64_t d = 0; d < simulated; ++d) {
     const auto& chip_programs = programs[programs.size() == 1 ? 0 : static_cast<std::size_t>(d)];
+    const auto& shown = options.sim.trace_chips;
+    const bool traced = shown.empty() || std::find(shown.begin(), shown.end(), d) != shown.end();
     chips.push_back(std::make_unique<Chip>(fmt::format("chip{}", d).c_str(), core_chip, *hbm_model, chip_programs,
-                                           result.stats, d == 0 ? trace.get() : nullptr,
+                                           result.stats, traced ? trace.get() : nullptr,
                                            network ? SpmdBinding{fabric.get(), d} : SpmdBinding{},
                                            network || ncores > 1 ? &loop_coordinator : nullptr));
   }

@@ -94,6 +94,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       scoreboard_(program.buffers.size()),
       vmem_(1) {
   counters_.add(stats, p);
+  if (trace_ != nullptr) op_track_ = trace_->track(p, "HLO ops");  // first: above the units
   sequencer_stats_.add(stats, p + ".sequencer");
   vmem_stats_.add(stats, p + ".vmem");
   spmd_ = spmd;
@@ -395,7 +396,9 @@ CoTask TensorCore::sequencer() {
   end_s_ = retirement_.retired_until();
   for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
   end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
+  const double last = retirement_.retired_until();
   retirement_.finish(end_s_, prov_);
+  if (op_track_ >= 0) trace_op({}, last);  // close the last op
   if (!reuse_of_prov_.empty()) {
     reuse_window(-1);
     apply_reuse();
@@ -870,6 +873,16 @@ void TensorCore::apply_reuse() {
   }
 }
 
+void TensorCore::trace_op(std::string_view root, double at_s) {
+  if (root == op_open_) return;  // the open op goes on (its slice ends where the next starts)
+  if (!op_open_.empty() && at_s > op_start_s_) {
+    const SkippedTime& skipped = loops_.skipped();
+    trace_->slice(op_track_, op_open_, skipped.reported(op_start_s_), skipped.reported(at_s));
+  }
+  op_open_ = root;
+  op_start_s_ = at_s;
+}
+
 void TensorCore::retire() {
   while (retired_ < next_dyn_) {
     const Dyn& d = dyn(retired_);
@@ -878,7 +891,9 @@ void TensorCore::retire() {
     if (!reuse_of_prov_.empty() && reuse_of_prov_[inst.provenance] != reuse_window_.section) {
       reuse_window(reuse_of_prov_[inst.provenance]);
     }
+    const double from = retirement_.retired_until();
     retirement_.retire(d.start, d.done, isa::opcode(inst.op) == isa::Opcode::kCollective, inst.provenance, prov_);
+    if (op_track_ >= 0) trace_op(isa::provenance_root(program_.provenance(inst)), from);
     ++retired_;
   }
   // Drop records that are retired and complete (bounded memory).

@@ -142,6 +142,14 @@ class TensorCore : public sc_core::sc_module {
   StatsRegistry& stats_;
   std::string prefix_;
   TraceWriter* trace_;
+  // The trace's HLO-op track: one slice per op instance, from when the
+  // retirement frontier reached the op's first instruction to when it left
+  // its last (ops in program order, as the report charges them).
+  int op_track_ = -1;
+  std::string_view op_open_;  // the op whose slice is open ("" = none)
+  double op_start_s_ = 0;
+  // The retirement frontier, at `at_s`, enters op `root` ("" = none).
+  void trace_op(std::string_view root, double at_s);
   double cycle_s_;
   sc_core::sc_time one_cycle_;
 

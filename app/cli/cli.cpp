@@ -97,8 +97,13 @@ void add_run_command(CLI::App& app, CliState& s) {
   auto* run_cmd = app.add_subcommand("run", "Compile (HLO) or assemble (.tasm) a program and simulate it");
   run_cmd->add_option("input", s.input, "model.hlo or prog.tasm")->required();
   add_common_options(*run_cmd, s.opt);
-  run_cmd->add_option("--trace", s.run_opt.trace_path, "Write a Chrome/Perfetto trace (JSON) of every unit")
+  run_cmd->add_option("--trace", s.run_opt.trace_path,
+                      "Write a Chrome/Perfetto trace (JSON): per TensorCore an HLO-op track and every unit's track")
       ->type_name("FILE");
+  run_cmd->add_option("--trace-chips", s.run_opt.trace_chips,
+                      "Chips of a multi-chip run the trace shows, e.g. 0,5-7 (default: every simulated chip; each "
+                      "TensorCore is a process with an HLO-op track and one track per unit)")
+      ->type_name("LIST");
   run_cmd->add_option("--trace-merge-us", s.run_opt.trace_merge_us,
                       "Merge consecutive same-op slices on a track closer than this (microseconds)")
       ->capture_default_str();

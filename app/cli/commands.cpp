@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "common/csv.h"
@@ -151,6 +152,38 @@ std::optional<std::string> auto_system(const CommonOptions& opt, const std::stri
   return shape;
 }
 
+// "0,5-7" -> {0, 5, 6, 7}: chips below `chips`, each once, in order.
+bool parse_chip_list(const std::string& text, std::int64_t chips, std::vector<std::int64_t>& out, std::string& error) {
+  std::set<std::int64_t> picked;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::int64_t lo = -1, hi = -1;
+    const std::size_t dash = item.find('-');
+    const auto number = [](const std::string& t, std::int64_t& v) {
+      if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 9) return false;
+      v = std::stoll(t);
+      return true;
+    };
+    const bool ok = dash == std::string::npos ? number(item, lo) && number(item, hi)
+                                              : number(item.substr(0, dash), lo) && number(item.substr(dash + 1), hi);
+    if (!ok || lo > hi) {
+      error = fmt::format("'{}' is not a chip or a range of chips (e.g. 0,5-7)", item);
+      return false;
+    }
+    if (hi >= chips) {
+      error = fmt::format("chip {} is not in the system of {} chips (0-{})", hi, chips, chips - 1);
+      return false;
+    }
+    for (std::int64_t c = lo; c <= hi; ++c) picked.insert(c);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  out.assign(picked.begin(), picked.end());
+  return true;
+}
+
 }  // namespace
 
 int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions& run_in, std::ostream& out,
@@ -192,6 +225,17 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   po.spmd.mode = mode;
   po.spmd.sim.trace_path = run.trace_path;
   po.spmd.sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
+  if (!run.trace_chips.empty()) {
+    std::string why;
+    if (run.trace_path.empty()) {
+      err << "--trace-chips: error: it selects the chips of a trace; give --trace FILE too\n";
+      return kUsageError;
+    }
+    if (!parse_chip_list(run.trace_chips, chip_count(cfg.chip.system), po.spmd.sim.trace_chips, why)) {
+      err << "--trace-chips: error: " << why << "\n";
+      return kUsageError;
+    }
+  }
   po.notes = &err;
   po.strict = opt.strict;
   app::StageError failure;

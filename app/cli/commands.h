@@ -17,6 +17,7 @@ namespace tpusim::cli {
 
 struct RunOptions {
   std::string trace_path;  // --trace FILE
+  std::string trace_chips;  // --trace-chips 0,5-7 ("" = every simulated chip)
   double trace_merge_us = 0;
   std::string system;  // --system 4x4x4: sets system.topology ("" = the config's)
   std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""ctest: `tpusim run --trace` writes a valid Chrome trace (scripts/check_trace.py:
+required fields per phase, slices nested per track, counters monotonic, every
+track named), on a single-chip and a multi-chip run. Each TensorCore is a
+process with an "HLO ops" track whose slices are the report's per-op times
+(the same in-order charging), and --trace-chips picks the chips shown. The
+checker itself must reject broken traces.
+
+  trace_test.py --tpusim build/release/app/tpusim --source .
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)} exited {p.returncode}\n{p.stderr}")
+    return p.stdout
+
+
+def events(path):
+    doc = json.load(open(path))
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def tracks(evs):
+    """{pid: process name}, {(pid, tid): thread name}."""
+    procs = {e["pid"]: e["args"]["name"] for e in evs if e.get("ph") == "M" and e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs if e.get("ph") == "M" and e["name"] == "thread_name"}
+    return procs, threads
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tpusim", required=True)
+    ap.add_argument("--source", required=True)
+    args = ap.parse_args()
+    src = os.path.abspath(args.source)
+    checker = os.path.join(src, "scripts", "check_trace.py")
+    tmp = tempfile.mkdtemp(prefix="trace_test_")
+    try:
+        # One chip: the op track against the report.
+        trace = os.path.join(tmp, "layer.json")
+        report = json.loads(run([args.tpusim, "run", os.path.join(src, "workloads/hlo/transformer_layer_fwd.after_optimizations.hlo"),
+                                 "--chip", "v5e", "--trace", trace, "--format", "json", "-q"]))
+        p = subprocess.run([sys.executable, checker, trace], capture_output=True, text=True)
+        check(p.returncode == 0, f"single-chip trace is valid: {p.stdout.strip()}")
+        evs = events(trace)
+        procs, threads = tracks(evs)
+        check(sorted(procs.values()) == ["chip0.core0"], f"one process per TensorCore: {sorted(procs.values())}")
+        op_track = [k for k, v in threads.items() if v == "HLO ops"]
+        check(len(op_track) == 1, "the core has an HLO ops track")
+        per_op = {}
+        for e in evs:
+            if e.get("ph") == "X" and (e["pid"], e["tid"]) in op_track:
+                per_op[e["name"]] = per_op.get(e["name"], 0.0) + e["dur"] * 1e-6
+        step = report["step_time_s"]
+        compared = 0
+        for op in report["ops"]:
+            if op["occurrences"] != 1 or op["time_s"] < 0.01 * step:
+                continue
+            compared += 1
+            got = per_op.get(op["name"], 0.0)
+            check(abs(got - op["time_s"]) <= 0.005 * step,
+                  f"op {op['name']}: trace {got * 1e6:.3f} us vs report {op['time_s'] * 1e6:.3f} us")
+        check(compared >= 10, f"compared {compared} ops of the layer")
+
+        # Many chips: the chosen chips, each core a process with an op track.
+        trace8 = os.path.join(tmp, "tp8.json")
+        run([args.tpusim, "run", os.path.join(src, "workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo"), "--chip", "v5p",
+             "--system", "2x4", "--trace", trace8, "--trace-chips", "0,5-7", "-q"])
+        p = subprocess.run([sys.executable, checker, trace8], capture_output=True, text=True)
+        check(p.returncode == 0, f"multi-chip trace is valid: {p.stdout.strip()}")
+        procs, threads = tracks(events(trace8))
+        want = sorted(f"chip{c}.core{k}" for c in (0, 5, 6, 7) for k in (0, 1))
+        check(sorted(procs.values()) == want, f"processes of chips 0,5-7 (two cores each): {sorted(procs.values())}")
+        for pid, name in procs.items():
+            check(any(v == "HLO ops" for (p_, _), v in threads.items() if p_ == pid), f"{name} has an HLO ops track")
+
+        # The checker rejects what breaks the format.
+        bad = os.path.join(tmp, "bad.json")
+        json.dump({"traceEvents": [
+            {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "p"}},
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "t"}},
+            {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": 0, "dur": 10},
+            {"ph": "X", "name": "b", "pid": 0, "tid": 0, "ts": 5, "dur": 10},
+            {"ph": "X", "name": "c", "pid": 0, "tid": 1, "ts": 0},
+            {"ph": "C", "name": "hbm", "pid": 0, "ts": 5, "args": {"GB/s": 1}},
+            {"ph": "C", "name": "hbm", "pid": 0, "ts": 4, "args": {"GB/s": 2}}]}, open(bad, "w"))
+        p = subprocess.run([sys.executable, checker, bad], capture_output=True, text=True)
+        check(p.returncode == 1, "a broken trace fails the check")
+        for words in ("overlaps 'a'", "complete event without dur", "timestamps go backwards"):
+            check(words in p.stdout, f"the checker says '{words}': {p.stdout}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"trace_test: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
