@@ -1,10 +1,12 @@
 #include "sim/tensor_core.h"
 
 #include "sim/timing/dma_timing.h"
+#include "sim/timing/hbm_timing.h"
 
 #include "common/progress.h"
 
 #include <algorithm>
+#include <set>
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
@@ -94,7 +96,12 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       scoreboard_(program.buffers.size()),
       vmem_(1) {
   counters_.add(stats, p);
-  if (trace_ != nullptr) op_track_ = trace_->track(p, "HLO ops");  // first: above the units
+  if (trace_ != nullptr) {
+    op_track_ = trace_->track(p, "HLO ops", "instances");  // first: above the units
+    std::unordered_map<std::string_view, std::set<std::uint32_t>> ids;
+    for (const isa::Instruction& i : program.code) ids[isa::provenance_root(program.provenance(i))].insert(i.provenance);
+    for (auto& [root, set] : ids) op_prov_[root].assign(set.begin(), set.end());
+  }
   sequencer_stats_.add(stats, p + ".sequencer");
   vmem_stats_.add(stats, p + ".vmem");
   spmd_ = spmd;
@@ -398,7 +405,10 @@ CoTask TensorCore::sequencer() {
   end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
   const double last = retirement_.retired_until();
   retirement_.finish(end_s_, prov_);
-  if (op_track_ >= 0) trace_op({}, last);  // close the last op
+  if (op_track_ >= 0) {
+    trace_op({}, last);  // close the last op
+    flush_hbm(static_cast<std::int64_t>(std::ceil(end_s_ / kHbmWindowS)) + 1);
+  }
   if (!reuse_of_prov_.empty()) {
     reuse_window(-1);
     apply_reuse();
@@ -553,9 +563,15 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     sc_time delay = ahead;
     hbm_socket->b_transport(payload, delay);
     payload.clear_extension(&ext);
-    done = std::max(done, (delay - ahead).to_seconds());
+    const double hbm_end = (delay - ahead).to_seconds();
+    done = std::max(done, hbm_end);
     occupy = std::max(occupy, done);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
+    if (op_track_ >= 0) {
+      // The device served the transfer in its last transfer_seconds.
+      const double service = hbm_transfer(chip_.hbm, *c.hbm_tile).transfer_seconds;
+      trace_hbm(t + hbm_end - service, t + hbm_end, static_cast<double>(c.hbm_tile->useful_bytes()));
+    }
   }
   if (c.host_bytes > 0) {
     const double end = host_link_[c.host_to_device ? 1 : 0].reserve(t, host_transfer_seconds(chip_.host, c.host_bytes)) - t;
@@ -873,14 +889,57 @@ void TensorCore::apply_reuse() {
   }
 }
 
+TraceFigures TensorCore::op_figures(std::string_view root) const {
+  TraceFigures f{0, 0};
+  const auto it = op_prov_.find(root);
+  if (it == op_prov_.end()) return f;
+  for (const std::uint32_t id : it->second) {
+    f.flops += prov_[id].flops;
+    f.hbm_bytes += prov_[id].hbm_bytes;
+  }
+  return f;
+}
+
 void TensorCore::trace_op(std::string_view root, double at_s) {
   if (root == op_open_) return;  // the open op goes on (its slice ends where the next starts)
   if (!op_open_.empty() && at_s > op_start_s_) {
+    // What the op's instructions added since its last slice (all of this
+    // instance's have started by now; a later instance's that started early
+    // count here, so the slices of an op add up to its figures).
+    const TraceFigures now_f = op_figures(op_open_);
+    TraceFigures& shown = op_shown_.try_emplace(op_open_, TraceFigures{0, 0}).first->second;
     const SkippedTime& skipped = loops_.skipped();
-    trace_->slice(op_track_, op_open_, skipped.reported(op_start_s_), skipped.reported(at_s));
+    trace_->slice(op_track_, op_open_, skipped.reported(op_start_s_), skipped.reported(at_s),
+                  TraceFigures{now_f.flops - shown.flops, now_f.hbm_bytes - shown.hbm_bytes});
+    shown = now_f;
   }
   op_open_ = root;
   op_start_s_ = at_s;
+}
+
+void TensorCore::trace_hbm(double start_s, double end_s, double bytes) {
+  flush_hbm(static_cast<std::int64_t>(std::floor(now() / kHbmWindowS)));
+  if (!(end_s > start_s) || bytes <= 0) return;
+  const double rate = bytes / (end_s - start_s);
+  for (auto w = static_cast<std::int64_t>(std::floor(start_s / kHbmWindowS)); w * kHbmWindowS < end_s; ++w) {
+    const double lo = std::max(start_s, static_cast<double>(w) * kHbmWindowS);
+    const double hi = std::min(end_s, static_cast<double>(w + 1) * kHbmWindowS);
+    if (hi > lo) hbm_windows_[w] += rate * (hi - lo);
+  }
+}
+
+void TensorCore::flush_hbm(std::int64_t below) {
+  // Windows before `below` can gain no more bytes: write them (a window
+  // without traffic writes 0 once; the writer drops repeated values).
+  for (; hbm_written_ < below; ++hbm_written_) {
+    const auto it = hbm_windows_.find(hbm_written_);
+    const double bytes = it == hbm_windows_.end() ? 0.0 : it->second;
+    if (it != hbm_windows_.end()) hbm_windows_.erase(it);
+    trace_->counter(prefix_, "HBM GB/s", loops_.skipped().reported(static_cast<double>(hbm_written_) * kHbmWindowS),
+                    bytes / kHbmWindowS / 1e9);
+    // Skip a run of idle windows in one step.
+    if (hbm_windows_.empty() && bytes == 0) hbm_written_ = std::max(hbm_written_, below - 1);
+  }
 }
 
 void TensorCore::retire() {

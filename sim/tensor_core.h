@@ -150,6 +150,19 @@ class TensorCore : public sc_core::sc_module {
   double op_start_s_ = 0;
   // The retirement frontier, at `at_s`, enters op `root` ("" = none).
   void trace_op(std::string_view root, double at_s);
+  // Each op's provenance ids (for its slices' FLOPs and HBM bytes) and the
+  // figures its slices have shown so far.
+  std::unordered_map<std::string_view, std::vector<std::uint32_t>> op_prov_;
+  std::unordered_map<std::string_view, TraceFigures> op_shown_;
+  TraceFigures op_figures(std::string_view root) const;
+  // The trace's HBM counter: this core's HBM bytes per window of
+  // kHbmWindowS, spread over each transfer's time; windows before the
+  // current time are final and written.
+  static constexpr double kHbmWindowS = 10e-6;
+  std::map<std::int64_t, double> hbm_windows_;  // window index -> bytes
+  std::int64_t hbm_written_ = 0;                 // windows below this are written
+  void trace_hbm(double start_s, double end_s, double bytes);
+  void flush_hbm(std::int64_t below);
   double cycle_s_;
   sc_core::sc_time one_cycle_;
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <ostream>
 
 namespace tpusim {
@@ -28,10 +29,11 @@ int TraceWriter::pid_of(std::string_view process) {
   return pid;
 }
 
-int TraceWriter::track(std::string_view process, std::string_view thread) {
+int TraceWriter::track(std::string_view process, std::string_view thread, std::string_view count_name) {
   const int pid = pid_of(process);
   const int tid = static_cast<int>(track_pid_.size());
   track_pid_.push_back(pid);
+  count_name_.emplace_back(count_name);
   open_.emplace_back();
   out_ << ",\n"
        << fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid,
@@ -44,18 +46,26 @@ void TraceWriter::emit(int track, const Open& s) {
   out_ << (first_ ? "" : ",\n")
        << fmt::format("{{\"ph\":\"X\",\"name\":{},\"pid\":{},\"tid\":{},\"ts\":{:.6f},\"dur\":{:.6f}", json_quote(s.name),
                       track_pid_[static_cast<size_t>(track)], track, s.start * 1e6, (s.end - s.start) * 1e6);
-  if (s.count > 1) out_ << fmt::format(",\"args\":{{\"instructions\":{}}}", s.count);
+  std::string args;
+  if (s.count > 1) args += fmt::format("\"{}\":{}", count_name_[static_cast<size_t>(track)], s.count);
+  if (s.figures.flops >= 0) args += fmt::format("{}\"flops\":{:.9g}", args.empty() ? "" : ",", s.figures.flops);
+  if (s.figures.hbm_bytes >= 0) {
+    args += fmt::format("{}\"hbm_bytes\":{:.9g}", args.empty() ? "" : ",", s.figures.hbm_bytes);
+  }
+  if (!args.empty()) out_ << ",\"args\":{" << args << "}";
   out_ << "}";
   first_ = false;
   ++events_;
 }
 
-void TraceWriter::slice(int track, std::string_view name, double start_s, double end_s) {
+void TraceWriter::slice(int track, std::string_view name, double start_s, double end_s, Figures figures) {
   if (finished_ || track < 0 || static_cast<size_t>(track) >= open_.size()) return;
   Open& o = open_[static_cast<size_t>(track)];
   if (o.count > 0 && o.name == name && start_s - o.end <= merge_gap_s_) {
     o.end = std::max(o.end, end_s);
     ++o.count;
+    if (figures.flops >= 0) o.figures.flops = std::max(0.0, o.figures.flops) + figures.flops;
+    if (figures.hbm_bytes >= 0) o.figures.hbm_bytes = std::max(0.0, o.figures.hbm_bytes) + figures.hbm_bytes;
     return;
   }
   if (o.count > 0) emit(track, o);
@@ -63,6 +73,26 @@ void TraceWriter::slice(int track, std::string_view name, double start_s, double
   o.start = start_s;
   o.end = end_s;
   o.count = 1;
+  o.figures = figures;
+}
+
+void TraceWriter::counter(std::string_view process, std::string_view name, double t_s, double value) {
+  if (finished_) return;
+  const int pid = pid_of(process);
+  auto it = std::find_if(counters_.begin(), counters_.end(),
+                         [&](const Counter& c) { return c.pid == pid && c.name == name; });
+  if (it == counters_.end()) {
+    counters_.push_back(Counter{pid, std::string(name), value});
+  } else if (it->value == value) {
+    return;
+  } else {
+    it->value = value;
+  }
+  out_ << (first_ ? "" : ",\n")
+       << fmt::format("{{\"ph\":\"C\",\"name\":{},\"pid\":{},\"ts\":{:.6f},\"args\":{{\"value\":{:.9g}}}}}",
+                      json_quote(name), pid, t_s * 1e6, value);
+  first_ = false;
+  ++events_;
 }
 
 void TraceWriter::finish() {

@@ -13,6 +13,12 @@
 
 namespace tpusim {
 
+// Figures a trace slice carries in its args (summed when slices merge); < 0: none.
+struct TraceFigures {
+  double flops = -1;
+  double hbm_bytes = -1;
+};
+
 class TraceWriter {
  public:
   explicit TraceWriter(std::ostream& out, double merge_gap_s = 0.0);
@@ -21,10 +27,15 @@ class TraceWriter {
   ~TraceWriter();
 
   // A track (thread) `thread` inside process `process` (e.g. "chip0", "core0.mxu1").
-  int track(std::string_view process, std::string_view thread);
+  // `count_name` names the count of merged slices in their args.
+  int track(std::string_view process, std::string_view thread, std::string_view count_name = "instructions");
+  using Figures = TraceFigures;
   // A slice [start_s, end_s) on `track`; times are simulated seconds and must
   // not go backwards on one track.
-  void slice(int track, std::string_view name, double start_s, double end_s);
+  void slice(int track, std::string_view name, double start_s, double end_s, TraceFigures figures = TraceFigures());
+  // A counter track `name` of `process` ("C" events): `value` from t_s on;
+  // times must not go backwards per counter. Repeated values are dropped.
+  void counter(std::string_view process, std::string_view name, double t_s, double value);
   // Flushes open slices and closes the JSON document (also done by the destructor).
   void finish();
 
@@ -36,6 +47,12 @@ class TraceWriter {
     double start = 0;
     double end = 0;
     std::uint64_t count = 0;
+    Figures figures;
+  };
+  struct Counter {
+    int pid;
+    std::string name;
+    double value;
   };
   void emit(int track, const Open& s);
   int pid_of(std::string_view process);
@@ -47,7 +64,9 @@ class TraceWriter {
   std::uint64_t events_ = 0;
   std::vector<std::string> processes_;
   std::vector<int> track_pid_;
+  std::vector<std::string> count_name_;
   std::vector<Open> open_;
+  std::vector<Counter> counters_;
 };
 
 }  // namespace tpusim

@@ -56,8 +56,9 @@ def main():
     try:
         # One chip: the op track against the report.
         trace = os.path.join(tmp, "layer.json")
+        # (--no-reuse: every op simulated, so the trace holds all of the step's traffic)
         report = json.loads(run([args.tpusim, "run", os.path.join(src, "workloads/hlo/transformer_layer_fwd.after_optimizations.hlo"),
-                                 "--chip", "v5e", "--trace", trace, "--format", "json", "-q"]))
+                                 "--chip", "v5e", "--no-reuse", "--trace", trace, "--format", "json", "-q"]))
         p = subprocess.run([sys.executable, checker, trace], capture_output=True, text=True)
         check(p.returncode == 0, f"single-chip trace is valid: {p.stdout.strip()}")
         evs = events(trace)
@@ -65,10 +66,11 @@ def main():
         check(sorted(procs.values()) == ["chip0.core0"], f"one process per TensorCore: {sorted(procs.values())}")
         op_track = [k for k, v in threads.items() if v == "HLO ops"]
         check(len(op_track) == 1, "the core has an HLO ops track")
-        per_op = {}
+        per_op, op_flops = {}, {}
         for e in evs:
             if e.get("ph") == "X" and (e["pid"], e["tid"]) in op_track:
                 per_op[e["name"]] = per_op.get(e["name"], 0.0) + e["dur"] * 1e-6
+                op_flops[e["name"]] = op_flops.get(e["name"], 0.0) + e.get("args", {}).get("flops", 0.0)
         step = report["step_time_s"]
         compared = 0
         for op in report["ops"]:
@@ -78,7 +80,19 @@ def main():
             got = per_op.get(op["name"], 0.0)
             check(abs(got - op["time_s"]) <= 0.005 * step,
                   f"op {op['name']}: trace {got * 1e6:.3f} us vs report {op['time_s'] * 1e6:.3f} us")
+            flops = op_flops.get(op["name"], 0.0)
+            check(abs(flops - op["flops"]) <= 1e-6 * max(1.0, op["flops"]),
+                  f"op {op['name']}: trace args {flops:.6g} FLOPs vs report {op['flops']:.6g}")
         check(compared >= 10, f"compared {compared} ops of the layer")
+        # The HBM counter: GB/s per window, never above the chip's bandwidth
+        # (819 GB/s on v5e), its integral the run's HBM bytes.
+        counter = sorted((e["ts"], e["args"]["value"]) for e in evs if e.get("ph") == "C" and e["name"] == "HBM GB/s")
+        check(len(counter) > 10, f"an HBM counter track ({len(counter)} points)")
+        check(all(v <= 819.0 * (1 + 1e-6) for _, v in counter), "HBM counter within the 819 GB/s of v5e")
+        moved = sum(v * 1e9 * (t2 - t1) * 1e-6 for (t1, v), (t2, _) in zip(counter, counter[1:]))
+        check(counter[-1][1] == 0, "the HBM counter ends at 0")
+        check(abs(moved - report["hbm"]["bytes"]) <= 0.01 * report["hbm"]["bytes"],
+              f"the HBM counter integrates to {moved:.6g} bytes, the report says {report['hbm']['bytes']:.6g}")
 
         # Many chips: the chosen chips, each core a process with an op track.
         trace8 = os.path.join(tmp, "tp8.json")
