@@ -17,6 +17,7 @@ PACKAGES=(
   clang libclang-rt-14-dev  # libFuzzer targets (tests/fuzz)
   libopenmpi-dev openmpi-bin   # MPI sweep launcher (mpirun -np N tpusim sweep …)
   python3 python3-matplotlib python3-numpy  # scripts/plot_sweep.py
+  python3-pandas          # scripts/profile_pandas.py (reading the op rows with pandas)
   time                    # peak RSS per run in scripts/run_corpus.py (GNU time -f %M)
 )
 

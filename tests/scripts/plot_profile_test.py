@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ctest: the profile and scaling plots render from fixtures, with units on
-their axes. scripts/plot_profile.py draws a stored `tpusim run --format json`
+their axes, and the pandas example reads a run's CSV. scripts/plot_profile.py draws a stored `tpusim run --format json`
 report (tests/scripts/fixtures/profile_run.json, the transformer layer on
 v5e): one bar per op category of the report, one roofline point per op with
 FLOPs, HBM bytes and time, and the roof; scripts/plot_scale.py draws a stored
@@ -100,6 +100,22 @@ def main():
             check(p.returncode == 0, f"plot_scale.py renders the fixture ({p.stderr.strip()})")
             check(f"step time ({unit})" in texts(scale_svg), f"plot_scale labels its time axis in {unit}")
             ET.parse(scale_svg)
+
+        # The pandas example on the same run's CSV: its groupby sums are the
+        # C++ report's by_category (computed independently).
+        p = subprocess.run([sys.executable, os.path.join(scripts, "profile_pandas.py"),
+                            os.path.join(fixtures, "profile_run.csv"), "--out", out], capture_output=True, text=True)
+        check(p.returncode == 0, f"profile_pandas.py runs ({p.stderr.strip()})")
+        import pandas as pd
+        sys.path.insert(0, scripts)
+        import profile_pandas
+        table = profile_pandas.by_category(pd.read_csv(os.path.join(fixtures, "profile_run.csv")))
+        for row in report["by_category"]:
+            got = table.loc[row["name"]]
+            check(abs(got["time_s"] - row["time_s"]) <= 1e-9 and int(got["ops"]) == row["ops"],
+                  f"pandas {row['name']}: {got['time_s']} s over {got['ops']} ops, report {row['time_s']} s over {row['ops']}")
+        check(list(table.index) == [r["name"] for r in report["by_category"]], "the same order, longest first")
+        check(os.path.exists(os.path.join(out, "profile_run.by_category.svg")), "the pandas example draws its chart")
 
         # Bad input: exit 2, the file named.
         bad = os.path.join(tmp, "bad.json")
