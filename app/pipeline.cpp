@@ -151,7 +151,13 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
       return std::nullopt;
     }
   }
-  auto run = simulate_system(is_hlo_path(path) ? unbounded : chip, std::move(programs), options.multi_chip, options.spmd);
+  SpmdOptions spmd = options.spmd;
+  if (!spmd.sim.trace_path.empty() && out.compiled.roofline) {
+    for (const auto& row : out.compiled.roofline->ops) {
+      if (!row.op_name.empty()) spmd.sim.trace_op_names.emplace(row.name, row.op_name);
+    }
+  }
+  auto run = simulate_system(is_hlo_path(path) ? unbounded : chip, std::move(programs), options.multi_chip, spmd);
   if (!run.ok()) {
     error = {kFailure, format_all(run.errors())};
     return std::nullopt;

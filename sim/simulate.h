@@ -22,6 +22,9 @@ struct SimOptions {
   // The chips whose TensorCores the trace shows (a multi-chip run); empty:
   // every simulated chip.
   std::vector<std::int64_t> trace_chips;
+  // The trace's HLO-op slices carry these in their args: op -> its metadata
+  // op_name (the framework's name), when the module has one.
+  std::map<std::string, std::string> trace_op_names;
 };
 
 struct ProvenanceRow {

@@ -240,6 +240,7 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     trace_file = std::make_unique<std::ofstream>(options.sim.trace_path);
     if (!*trace_file) return Diagnostic{options.sim.trace_path, 0, 0, "cannot write the trace file", ""};
     trace = std::make_unique<TraceWriter>(*trace_file, options.sim.trace_merge_gap_s);
+    trace->set_op_names(&options.sim.trace_op_names);
   }
 
   std::unique_ptr<NetworkCollectiveTimer> timer;

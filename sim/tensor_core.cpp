@@ -98,6 +98,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   counters_.add(stats, p);
   if (trace_ != nullptr) {
     op_track_ = trace_->track(p, "HLO ops", "instances");  // first: above the units
+    trace_->name_ops_on(op_track_);
     std::unordered_map<std::string_view, std::set<std::uint32_t>> ids;
     for (const isa::Instruction& i : program.code) ids[isa::provenance_root(program.provenance(i))].insert(i.provenance);
     for (auto& [root, set] : ids) op_prov_[root].assign(set.begin(), set.end());

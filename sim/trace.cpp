@@ -34,11 +34,16 @@ int TraceWriter::track(std::string_view process, std::string_view thread, std::s
   const int tid = static_cast<int>(track_pid_.size());
   track_pid_.push_back(pid);
   count_name_.emplace_back(count_name);
+  named_ops_.push_back(false);
   open_.emplace_back();
   out_ << ",\n"
        << fmt::format("{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", pid,
                       tid, json_quote(thread));
   return tid;
+}
+
+void TraceWriter::name_ops_on(int track) {
+  if (track >= 0 && static_cast<std::size_t>(track) < named_ops_.size()) named_ops_[static_cast<std::size_t>(track)] = true;
 }
 
 void TraceWriter::emit(int track, const Open& s) {
@@ -51,6 +56,11 @@ void TraceWriter::emit(int track, const Open& s) {
   if (s.figures.flops >= 0) args += fmt::format("{}\"flops\":{:.9g}", args.empty() ? "" : ",", s.figures.flops);
   if (s.figures.hbm_bytes >= 0) {
     args += fmt::format("{}\"hbm_bytes\":{:.9g}", args.empty() ? "" : ",", s.figures.hbm_bytes);
+  }
+  if (op_names_ != nullptr && named_ops_[static_cast<size_t>(track)]) {
+    if (const auto it = op_names_->find(s.name); it != op_names_->end()) {
+      args += fmt::format("{}\"op_name\":{}", args.empty() ? "" : ",", json_quote(it->second));
+    }
   }
   if (!args.empty()) out_ << ",\"args\":{" << args << "}";
   out_ << "}";

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ class TraceWriter {
   // A track (thread) `thread` inside process `process` (e.g. "chip0", "core0.mxu1").
   // `count_name` names the count of merged slices in their args.
   int track(std::string_view process, std::string_view thread, std::string_view count_name = "instructions");
+  // Slices named `name` on `track` (an HLO-op track) carry "op_name": the framework's name.
+  void set_op_names(const std::map<std::string, std::string>* names) { op_names_ = names; }
+  void name_ops_on(int track);
   using Figures = TraceFigures;
   // A slice [start_s, end_s) on `track`; times are simulated seconds and must
   // not go backwards on one track.
@@ -65,6 +69,8 @@ class TraceWriter {
   std::vector<std::string> processes_;
   std::vector<int> track_pid_;
   std::vector<std::string> count_name_;
+  std::vector<bool> named_ops_;  // by track: slices get their op_name
+  const std::map<std::string, std::string>* op_names_ = nullptr;
   std::vector<Open> open_;
   std::vector<Counter> counters_;
 };

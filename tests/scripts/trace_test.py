@@ -106,6 +106,23 @@ def main():
         for pid, name in procs.items():
             check(any(v == "HLO ops" for (p_, _), v in threads.items() if p_ == pid), f"{name} has an HLO ops track")
 
+        # Op slices name the framework's op (metadata op_name).
+        named = os.path.join(tmp, "named.hlo")
+        open(named, "w").write(
+            "HloModule named\nENTRY e {\n  x = bf16[512,512] parameter(0)\n"
+            "  ROOT d = bf16[512,512] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+            "metadata={op_name=\"jit(f)/mlp/dot_general\"}\n}\n")
+        trace_named = os.path.join(tmp, "named.json")
+        run([args.tpusim, "run", named, "--chip", "v5e", "--trace", trace_named, "-q"])
+        evs = events(trace_named)
+        procs, threads = tracks(evs)
+        op_slices = [e for e in evs if e.get("ph") == "X" and threads.get((e["pid"], e["tid"])) == "HLO ops"]
+        check([e["name"] for e in op_slices] == ["d"], f"one op slice, d: {[e['name'] for e in op_slices]}")
+        check(all(e.get("args", {}).get("op_name") == "jit(f)/mlp/dot_general" for e in op_slices),
+              f"the op slice carries its op_name: {[e.get('args') for e in op_slices]}")
+        # 2 x 512^3 FLOPs.
+        check(all(e.get("args", {}).get("flops") == 2 * 512 ** 3 for e in op_slices), "the op slice carries its FLOPs")
+
         # The checker rejects what breaks the format.
         bad = os.path.join(tmp, "bad.json")
         json.dump({"traceEvents": [
