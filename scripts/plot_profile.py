@@ -18,7 +18,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_units import si_unit, time_unit  # noqa: E402
+from plot_units import save_figure, si_unit, time_unit  # noqa: E402
 
 
 class InputError(Exception):
@@ -123,12 +123,8 @@ def main(argv):
     except InputError as e:
         sys.stderr.write(f"{e}\n")
         return 2
-    os.makedirs(args.out, exist_ok=True)
     for kind, fig in figs.items():
-        for f in formats:
-            path = os.path.join(args.out, f"{stem}.{kind}.{f}")
-            fig.savefig(path, format=f, dpi=110, metadata={"Date": None} if f == "svg" else None)
-            print(path)
+        save_figure(fig, args.out, f"{stem}.{kind}", formats)
     return 0
 
 

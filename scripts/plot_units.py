@@ -48,3 +48,18 @@ def plain_axes(ax):
             fmt.set_useOffset(False)
         if hasattr(fmt, "set_scientific"):
             fmt.set_scientific(False)
+
+
+def save_figure(fig, out_dir, stem, formats=("png", "svg")):
+    """Writes fig as OUT_DIR/STEM.<format> for each format (SVG without a
+    date, so re-runs give the same file); prints and returns the paths."""
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for f in formats:
+        path = os.path.join(out_dir, f"{stem}.{f}")
+        fig.savefig(path, format=f, dpi=110, metadata={"Date": None} if f == "svg" else None)
+        print(path)
+        paths.append(path)
+    return paths

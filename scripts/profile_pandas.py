@@ -13,6 +13,9 @@ import sys
 
 import pandas as pd
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_units import save_figure  # noqa: E402
+
 
 def by_category(ops):
     """Time, FLOPs, HBM bytes and op count per category, longest first."""
@@ -51,12 +54,8 @@ def main(argv):
         ax.set_title(f"time by op category ({os.path.basename(args.csv)})", fontsize=10)
         fig = ax.get_figure()
         fig.tight_layout()
-        os.makedirs(args.out, exist_ok=True)
         stem = os.path.splitext(os.path.basename(args.csv))[0]
-        for f in ("png", "svg"):
-            path = os.path.join(args.out, f"{stem}.by_category.{f}")
-            fig.savefig(path, format=f, dpi=110, metadata={"Date": None} if f == "svg" else None)
-            print(path)
+        save_figure(fig, args.out, f"{stem}.by_category")
     return 0
 
 
