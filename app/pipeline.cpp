@@ -112,11 +112,13 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
   // HBM capacity is not a limit for compiled modules (compile_hlo warned).
   ChipConfig unbounded = chip;
   if (is_hlo_path(path)) unbounded.hbm.capacity = 0;
+  double instructions = 0;  // per chip (every TensorCore's program)
   for (std::size_t c = 0; c < programs.size(); ++c) {
     const isa::VerifyReport report = isa::verify(programs[c], unbounded, out.compiled.source);
     // Full loop mode runs every iteration: a program that would take hours
     // (a huge dot's chunk loop, a long while) asks for extrapolation instead.
     const auto executed = report.summary.executed_instructions;
+    instructions += static_cast<double>(executed);
     if (chip.simulation.loops == LoopMode::kFull &&
         executed > static_cast<std::uint64_t>(chip.simulation.full_instruction_limit)) {
       error = {kFailure,
@@ -152,6 +154,7 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
     }
   }
   SpmdOptions spmd = options.spmd;
+  spmd.sim.trace_instructions_per_chip = instructions;
   if (!spmd.sim.trace_path.empty() && out.compiled.roofline) {
     for (const auto& row : out.compiled.roofline->ops) {
       if (!row.op_name.empty()) spmd.sim.trace_op_names.emplace(row.name, row.op_name);

@@ -16,9 +16,20 @@
 
 namespace tpusim {
 
+// The trace's event budget (about 100 bytes an event: ~200 MB): a run
+// expected to write more merges runs of one op's slices (SimOptions).
+inline constexpr double kTraceEventBudget = 2e6;
+
 struct SimOptions {
   std::string trace_path;          // "" = no trace
-  double trace_merge_gap_s = 0;    // merge same-provenance slices closer than this
+  // Merge same-provenance slices closer than this; < 0: automatic (0 unless
+  // the run's expected slices pass trace_event_budget, then every run of one
+  // op's slices on a track is merged).
+  double trace_merge_gap_s = -1;
+  double trace_event_budget = kTraceEventBudget;
+  // Instructions a chip executes (all its TensorCores; 0 = unknown): with
+  // the traced chips, the trace's expected slices.
+  double trace_instructions_per_chip = 0;
   // The chips whose TensorCores the trace shows (a multi-chip run); empty:
   // every simulated chip.
   std::vector<std::int64_t> trace_chips;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <systemc>
 
@@ -239,7 +240,21 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
   if (!options.sim.trace_path.empty()) {
     trace_file = std::make_unique<std::ofstream>(options.sim.trace_path);
     if (!*trace_file) return Diagnostic{options.sim.trace_path, 0, 0, "cannot write the trace file", ""};
-    trace = std::make_unique<TraceWriter>(*trace_file, options.sim.trace_merge_gap_s);
+    double gap = std::max(0.0, options.sim.trace_merge_gap_s);
+    if (options.sim.trace_merge_gap_s < 0) {
+      const std::int64_t shown_chips =
+          options.sim.trace_chips.empty() ? (mode == SpmdMode::kFull ? n : 1)
+                                          : static_cast<std::int64_t>(options.sim.trace_chips.size());
+      const double expected = options.sim.trace_instructions_per_chip * static_cast<double>(shown_chips);
+      if (expected > options.sim.trace_event_budget) {
+        gap = std::numeric_limits<double>::infinity();
+        result.notes.push_back(fmt::format(
+            "trace: about {:.3g} slices expected, over the budget of {:.3g} events: each run of one op's slices on "
+            "a track is one slice (args count them); --trace-merge-us sets the merging, --trace-chips the chips",
+            expected, options.sim.trace_event_budget));
+      }
+    }
+    trace = std::make_unique<TraceWriter>(*trace_file, gap);
     trace->set_op_names(&options.sim.trace_op_names);
   }
 

@@ -105,7 +105,13 @@ void add_run_command(CLI::App& app, CliState& s) {
                       "TensorCore is a process with an HLO-op track and one track per unit)")
       ->type_name("LIST");
   run_cmd->add_option("--trace-merge-us", s.run_opt.trace_merge_us,
-                      "Merge consecutive same-op slices on a track closer than this (microseconds)")
+                      "Merge consecutive same-op slices on a track closer than this (microseconds; default: none, "
+                      "unless the run would write more than --trace-budget events: then every run of one op's "
+                      "slices)")
+      ->type_name("US");
+  run_cmd->add_option("--trace-budget", s.run_opt.trace_budget,
+                      "Events a trace may hold before slices merge automatically (about 100 bytes each)")
+      ->type_name("EVENTS")
       ->capture_default_str();
   // Multi-chip SPMD runs (issue 7; docs/spmd.md).
   run_cmd->add_option("--system", s.run_opt.system,

@@ -224,7 +224,12 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   po.multi_chip = chip_count(cfg.chip.system) > 1 || mode.has_value() || !run.system.empty();
   po.spmd.mode = mode;
   po.spmd.sim.trace_path = run.trace_path;
-  po.spmd.sim.trace_merge_gap_s = run.trace_merge_us * 1e-6;
+  po.spmd.sim.trace_merge_gap_s = run.trace_merge_us < 0 ? -1.0 : run.trace_merge_us * 1e-6;
+  if (!(run.trace_budget >= 1)) {
+    err << fmt::format("--trace-budget: error: expected a number of events >= 1, got {}\n", run.trace_budget);
+    return kUsageError;
+  }
+  po.spmd.sim.trace_event_budget = run.trace_budget;
   if (!run.trace_chips.empty()) {
     std::string why;
     if (run.trace_path.empty()) {

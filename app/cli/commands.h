@@ -18,7 +18,8 @@ namespace tpusim::cli {
 struct RunOptions {
   std::string trace_path;  // --trace FILE
   std::string trace_chips;  // --trace-chips 0,5-7 ("" = every simulated chip)
-  double trace_merge_us = 0;
+  double trace_merge_us = -1;  // < 0: automatic (SimOptions::trace_merge_gap_s)
+  double trace_budget = kTraceEventBudget;  // --trace-budget EVENTS
   std::string system;  // --system 4x4x4: sets system.topology ("" = the config's)
   std::string mode;    // --mode full|symmetric ("" = auto: full up to 256 chips)
   // --wrap: every axis of --system wraps around (a torus); --no-wrap: none;

@@ -45,6 +45,16 @@ def tracks(evs):
     return procs, threads
 
 
+def named_hlo(tmp):
+    """A one-dot module whose dot has a metadata op_name."""
+    path = os.path.join(tmp, "named.hlo")
+    open(path, "w").write(
+        "HloModule named\nENTRY e {\n  x = bf16[512,512] parameter(0)\n"
+        "  ROOT d = bf16[512,512] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
+        "metadata={op_name=\"jit(f)/mlp/dot_general\"}\n}\n")
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tpusim", required=True)
@@ -106,12 +116,32 @@ def main():
         for pid, name in procs.items():
             check(any(v == "HLO ops" for (p_, _), v in threads.items() if p_ == pid), f"{name} has an HLO ops track")
 
+        # Over the event budget, each run of one op's slices becomes one slice:
+        # fewer events, the same instructions (args count them), a note says so.
+        small = os.path.join(tmp, "budget.json")
+        p = subprocess.run([args.tpusim, "run", os.path.join(src, "workloads/hlo/transformer_layer_fwd.after_optimizations.hlo"),
+                            "--chip", "v5e", "--no-reuse", "--trace", small, "--trace-budget", "1000"],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0 and "over the budget of 1e+03 events" in p.stdout, f"the budget note: {p.stdout[-400:]}")
+        p = subprocess.run([sys.executable, checker, small], capture_output=True, text=True)
+        check(p.returncode == 0, f"the merged trace is valid: {p.stdout.strip()}")
+
+        def unit_instructions(path):
+            evs_ = events(path)
+            _, threads_ = tracks(evs_)
+            xs = [e for e in evs_ if e.get("ph") == "X" and threads_.get((e["pid"], e["tid"])) != "HLO ops"]
+            return len(xs), sum(e.get("args", {}).get("instructions", 1) for e in xs)
+
+        full_n, full_i = unit_instructions(trace)
+        merged_n, merged_i = unit_instructions(small)
+        check(merged_n * 10 < full_n, f"merging cut the unit slices {full_n} -> {merged_n}")
+        check(merged_i == full_i, f"the merged slices count every instruction: {merged_i} vs {full_i}")
+        bad_budget = subprocess.run([args.tpusim, "run", named_hlo(tmp), "--trace", small, "--trace-budget", "0"],
+                                    capture_output=True, text=True)
+        check(bad_budget.returncode == 2 and "--trace-budget: error" in bad_budget.stderr, "a zero budget is refused")
+
         # Op slices name the framework's op (metadata op_name).
-        named = os.path.join(tmp, "named.hlo")
-        open(named, "w").write(
-            "HloModule named\nENTRY e {\n  x = bf16[512,512] parameter(0)\n"
-            "  ROOT d = bf16[512,512] dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, "
-            "metadata={op_name=\"jit(f)/mlp/dot_general\"}\n}\n")
+        named = named_hlo(tmp)
         trace_named = os.path.join(tmp, "named.json")
         run([args.tpusim, "run", named, "--chip", "v5e", "--trace", trace_named, "-q"])
         evs = events(trace_named)
