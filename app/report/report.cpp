@@ -259,31 +259,57 @@ void shortcuts_json(const ChipConfig& c, const SimResult& r, json& j) {
   j["reused"] = reused;
 }
 
+// One group of op rows (a category, a limiter, an op_name prefix), and its
+// sub-groups (op_name levels).
+struct Group {
+  std::string name, path;
+  std::int64_t ops = 0;
+  double time_s = 0, flops = 0, hbm_bytes = 0, bound_s = 0;
+  std::map<std::string, double> limiter_s;
+  std::map<std::string, Group> children;
+  void add(const json& op) {
+    ops += 1;
+    time_s += op["time_s"].get<double>();
+    flops += op["flops"].get<double>();
+    hbm_bytes += op["hbm_bytes"].get<double>();
+    bound_s += op.value("bound_time_s", 0.0);
+    limiter_s[op["limiter"].get<std::string>()] += op["time_s"].get<double>();
+  }
+  void merge(const Group& g) {
+    ops += g.ops;
+    time_s += g.time_s;
+    flops += g.flops;
+    hbm_bytes += g.hbm_bytes;
+    bound_s += g.bound_s;
+    for (const auto& [l, t] : g.limiter_s) limiter_s[l] += t;
+  }
+};
+
+// The groups of one level, longest first (ties in name order).
+std::vector<const Group*> longest_first(const std::map<std::string, Group>& level) {
+  std::vector<const Group*> order;
+  for (const auto& [name, g] : level) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) { return a->time_s > b->time_s; });
+  return order;
+}
+
 // Time summed by one field of the op rows ("category", "limiter"), longest first.
 json time_by(const json& ops, const char* field, double step_s) {
-  struct Sum {
-    std::int64_t ops = 0;
-    double time_s = 0, flops = 0, hbm_bytes = 0;
-  };
-  std::map<std::string, Sum> sums;
+  std::map<std::string, Group> sums;
   for (const auto& op : ops) {
     if (!op.contains(field)) continue;
-    Sum& x = sums[op[field].get<std::string>()];
-    x.ops += 1;
-    x.time_s += op["time_s"].get<double>();
-    x.flops += op["flops"].get<double>();
-    x.hbm_bytes += op["hbm_bytes"].get<double>();
+    Group& g = sums[op[field].get<std::string>()];
+    g.name = op[field].get<std::string>();
+    g.add(op);
   }
-  std::vector<std::pair<std::string, Sum>> rows(sums.begin(), sums.end());
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.time_s > b.second.time_s; });
   json out = json::array();
-  for (const auto& [name, x] : rows) {
-    out.push_back({{"name", name},
-                   {"ops", x.ops},
-                   {"time_s", x.time_s},
-                   {"percent", step_s > 0 ? 100 * x.time_s / step_s : 0.0},
-                   {"flops", x.flops},
-                   {"hbm_bytes", x.hbm_bytes}});
+  for (const Group* g : longest_first(sums)) {
+    out.push_back({{"name", g->name},
+                   {"ops", g->ops},
+                   {"time_s", g->time_s},
+                   {"percent", step_s > 0 ? 100 * g->time_s / step_s : 0.0},
+                   {"flops", g->flops},
+                   {"hbm_bytes", g->hbm_bytes}});
   }
   return out;
 }
@@ -560,23 +586,6 @@ bool parse_group_by(std::string_view text, GroupBy& out) {
 
 namespace {
 
-// One group of op rows, and its sub-groups (op_name levels).
-struct Group {
-  std::string name, path;
-  std::int64_t ops = 0;
-  double time_s = 0, flops = 0, hbm_bytes = 0, bound_s = 0;
-  std::map<std::string, double> limiter_s;
-  std::map<std::string, Group> children;
-  void add(const json& op) {
-    ops += 1;
-    time_s += op["time_s"].get<double>();
-    flops += op["flops"].get<double>();
-    hbm_bytes += op["hbm_bytes"].get<double>();
-    bound_s += op.value("bound_time_s", 0.0);
-    limiter_s[op["limiter"].get<std::string>()] += op["time_s"].get<double>();
-  }
-};
-
 // "jit(f)/layers_3/attention/dot_general" -> its components; an op without
 // one is grouped under "(no op_name)" by its HLO name.
 std::vector<std::string> op_name_path(const json& op) {
@@ -596,24 +605,14 @@ std::vector<std::string> op_name_path(const json& op) {
 
 void emit_groups(const std::map<std::string, Group>& level, int depth, const ProfileOptions& o, double step_s,
                  double peak, double hbm_bw, json& out) {
-  std::vector<const Group*> order;
-  for (const auto& [name, g] : level) order.push_back(&g);
-  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) { return a->time_s > b->time_s; });
+  std::vector<const Group*> order = longest_first(level);
   // Past --top, the rest of the level as one row "(N more)", so each level still sums to its parent.
   Group rest;
   if (o.top > 0 && order.size() > static_cast<std::size_t>(o.top)) {
     const auto keep = static_cast<std::size_t>(o.top);
     rest.name = fmt::format("({} more)", order.size() - keep);
     rest.path = order[keep]->path.substr(0, order[keep]->path.size() - order[keep]->name.size()) + rest.name;
-    for (std::size_t i = keep; i < order.size(); ++i) {
-      const Group& g = *order[i];
-      rest.ops += g.ops;
-      rest.time_s += g.time_s;
-      rest.flops += g.flops;
-      rest.hbm_bytes += g.hbm_bytes;
-      rest.bound_s += g.bound_s;
-      for (const auto& [l, t] : g.limiter_s) rest.limiter_s[l] += t;
-    }
+    for (std::size_t i = keep; i < order.size(); ++i) rest.merge(*order[i]);
     order.resize(keep);
     order.push_back(&rest);
   }

@@ -21,13 +21,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 SVG = "{http://www.w3.org/2000/svg}"
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, exit_code  # noqa: E402
 
 
 def ids(svg, prefix):
@@ -130,8 +125,7 @@ def main():
         check(p.returncode == 2 and "no op categories" in p.stderr, f"a report without categories: {p.stderr}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"plot_profile_test: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return exit_code("plot_profile_test")
 
 
 if __name__ == "__main__":

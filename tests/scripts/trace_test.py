@@ -17,13 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, exit_code  # noqa: E402
 
 
 def run(cmd):
@@ -169,8 +164,7 @@ def main():
             check(words in p.stdout, f"the checker says '{words}': {p.stdout}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"trace_test: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return exit_code("trace_test")
 
 
 if __name__ == "__main__":
