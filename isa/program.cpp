@@ -5,7 +5,7 @@
 namespace tpusim::isa {
 
 static_assert(sizeof(TileRef) == 24, "TileRef grew: instructions must stay small");
-static_assert(sizeof(Instruction) <= 200, "instructions must stay <= 200 bytes (issue 5)");
+static_assert(sizeof(Instruction) <= 200, "instructions must stay <= 200 bytes (simulator memory per instruction)");
 
 std::int64_t Buffer::rows() const {
   std::int64_t r = 1;

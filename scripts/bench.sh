@@ -2,7 +2,7 @@
 # Builds Release and runs the Google Benchmark suites (tests/bench/), then
 # prints one table (case, figure, target) and writes it as JSON to
 # out/bench.json (raw Google Benchmark output: out/bench_raw.json).
-# Cost growth (issue 9): the series wall vs instructions simulated, vs HLO
+# Cost growth: the series wall vs instructions simulated, vs HLO
 # instructions lowered and vs chip count (symmetric 1-4096, full 1-64) get a
 # log-log fit whose exponent is printed against the expected one.
 # BENCH_LONG=1 adds full mode at 256 chips (~100 s) to the chip series.

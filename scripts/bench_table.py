@@ -3,7 +3,7 @@
 README quotes. Targets come from the issues (parse speed, simulator speed,
 MXU and HBM efficiency); a figure without a target is informational.
 
-Cost growth (issue 9): every benchmark with a `growth_size` counter is a point
+Cost growth: every benchmark with a `growth_size` counter is a point
 (size, wall time) of its family's series; each series gets a log-log
 least-squares fit (scripts/growth_fit.py) whose exponent is printed against
 the exponent the cost model predicts, with the reason in GROWTH below."""

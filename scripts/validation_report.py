@@ -17,7 +17,7 @@ published = {
     "v6e": (918e12, 1638e9), "v7": (2307e12, 7380e9),
 }
 lines += ["## Chip presets against published peaks", "",
-          "Reference: Cloud TPU documentation per chip (../shared/refs/tpu/specs.md). Tolerance 1%: the",
+          "Reference: Cloud TPU documentation per chip (cited in each preset). Tolerance 1%: the",
           "presets derive peaks from geometry and clock, which the sources round.", "",
           "| chip | published bf16 | tpusim bf16 | error | published HBM | tpusim HBM | error | pass |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -33,7 +33,7 @@ for chip, (flops, hbm) in published.items():
 
 s = json.load(open(os.path.join(out_dir, "validate_systolic.json")))
 lines += ["", "## Systolic array cycles against SCALE-Sim v2", "",
-          "Reference: SCALE-Sim v2.0.2 compute cycles (../shared/refs/scalesim/), bare array, no stalls.",
+          "Reference: SCALE-Sim v2.0.2 compute cycles (tests/validation/refs), bare array, no stalls.",
           f"Each row runs through the SystemC MXU unit (`tpusim validate systolic`). Tolerance {100*s['tolerance']:.0f}%.", "",
           "| layer | M | K | N | array | dataflow | SCALE-Sim | tpusim | error | pass |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -44,7 +44,7 @@ for r in s["rows"]:
 
 c = json.load(open(os.path.join(out_dir, "validate_collective.json")))
 lines += ["", "## Collectives against the closed forms", "",
-          "Reference: exact bandwidth terms of ../shared/refs/collectives.md plus per-hop latency steps",
+          "Reference: exact bandwidth terms of the collective cost forms (docs/interconnect.md) plus per-hop latency steps",
           "(derivation in docs/interconnect.md). tpusim's times come from packet-level transfers sharing",
           "simulated links. Tolerance 5% for bandwidth-dominated rows, 10% for latency-dominated ones.", "",
           "| collective | topology | wrap | group | bytes | reference us | tpusim us | error | tol | pass |",
@@ -91,7 +91,7 @@ for r in ms["rows"]:
 st = json.load(open(os.path.join(out_dir, "validate_step.json")))
 lines += ["", "## Step time of HLO modules against published rules", "",
           "Reference: `tests/validation/refs/step.csv`: the JAX scaling book's roofline rules evaluated with the",
-          "published chip figures (../shared/refs/tpu/modelling_rules.md A1, A2), arithmetic in each HLO file.",
+          "published chip figures (peak FLOP/s, HBM bandwidth), arithmetic in each HLO file.",
           "Each module is compiled (`tpusim lower`) and simulated (`tpusim validate step`). The rule is a lower",
           "bound a real kernel approaches; the tolerance per row is in the CSV.", "",
           "| workload | chip | system | reference us | tpusim us | error | tol | source | pass |",
@@ -118,7 +118,7 @@ for r in rf["rows"]:
 lines += ["", "## Full vs symmetric multi-chip mode", "",
           "Internal consistency (DESIGN.md principle 8): the tp8 transformer layer on v5p, every chip simulated",
           "(full) vs one representative chip with the whole network simulated per collective (symmetric).",
-          "Tolerance 2% on step time (issue 7).", "",
+          "Tolerance 2% on step time.", "",
           "| system | chips | full us | symmetric us | difference | tol | pass |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
 for system in ("8", "4x4"):
@@ -132,7 +132,7 @@ for system in ("8", "4x4"):
                  f"{'pass' if ok else 'FAIL'} |")
 
 lines += ["", "## Loop extrapolation vs full simulation", "",
-          "Internal consistency (issue 6; docs/lowering.md, \"Control flow\"): each program run with",
+          "Internal consistency (docs/lowering.md, \"Control flow\"): each program run with",
           "`--loops full` and `--loops extrapolate` (v5e; default warm-up 2, tolerance 0.1%). Stated bound: the",
           "step time within the tolerance (0.1%) of the full run; exact up to rounding (1e-9) when the",
           "iterations are identical from the first. Cases: tests/validation/refs/loops/*.tasm (allreduce on",
@@ -143,7 +143,7 @@ for case, tol in (("identical", 1e-9), ("pipelined", 1e-3), ("nested", 1e-3), ("
                   ("scan", 1e-3)):
     fp = os.path.join(out_dir, f"loops_{case}_full.json")
     if not os.path.exists(fp):
-        lines.append(f"| {case} | | | | | | | skipped (no ../shared/refs/hlo-corpus) |")
+        lines.append(f"| {case} | | | | | | | skipped (the shared XLA corpus is not here) |")
         continue
     full = json.load(open(fp))
     ext = json.load(open(os.path.join(out_dir, f"loops_{case}_extrapolate.json")))

@@ -1,5 +1,5 @@
 // The processes of one chip's TensorCores (their sequencers and units) as
-// C++20 coroutines run by one SystemC thread (issue 5: simulator speed).
+// C++20 coroutines run by one SystemC thread (for simulator speed).
 //
 // A SystemC thread switch costs ~600 instructions of kernel work; a
 // TensorCore's sequencer and dozen units used to be a thread each and

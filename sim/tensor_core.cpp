@@ -21,7 +21,7 @@
 #include "sim/timing/instruction_cost.h"
 #include "sim/timing/mxu_timing.h"
 
-// Speed notes (issue 5): the sequencer and the units are coroutines of one
+// Speed notes: the sequencer and the units are coroutines of one
 // scheduler per core (sim/core_scheduler.h) with its own deterministic order
 // of same-time events, instead of a SystemC thread each (~600 instructions
 // of kernel work per switch, ~5 switches per simulated instruction). Beyond

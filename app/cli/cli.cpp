@@ -113,7 +113,7 @@ void add_run_command(CLI::App& app, CliState& s) {
                       "Events a trace may hold before slices merge automatically (about 100 bytes each)")
       ->type_name("EVENTS")
       ->capture_default_str();
-  // Multi-chip SPMD runs (issue 7; docs/spmd.md).
+  // Multi-chip SPMD runs (docs/spmd.md).
   run_cmd->add_option("--system", s.run_opt.system,
                       "Chips per ICI axis, e.g. 8, 4x4 or 4x4x4 (sets system.topology); auto: as many chips as the "
                       "HLO module's devices (num_partitions x replica_count, else its replica groups), shaped for "

@@ -7,7 +7,8 @@
 // - topology: 8 | 4x4 | 4x4x4; wraparound: true | false (every axis)
 // - group: all | the axes a group spans (x, y, z, xy, ...); every other chip
 //   runs the same collective in its own group at the same time
-// - msg_bytes: V of ../shared/refs/collectives.md
+// - msg_bytes: the message size V of the collective cost forms
+//   (docs/interconnect.md)
 // - tolerance (optional): this row's relative tolerance ("10%" or 0.1),
 //   overriding the command-line one (latency-dominated rows use 10%).
 // Packets: 4 KiB, at most 32 per message (network.h).

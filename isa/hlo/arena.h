@@ -1,6 +1,6 @@
 // A bump allocator for IR nodes. A module's instructions, operand and user
 // lists and attributes live in one arena: few large allocations keep parse
-// time and memory low (issue 4: memory <= 4x the text size). Everything
+// time and memory low (target: memory <= 4x the text size). Everything
 // placed here must be trivially destructible; the arena frees blocks, it
 // never runs destructors.
 #pragma once

@@ -1,7 +1,7 @@
 // Instruction and module attributes (`name=value` after the operands).
 // Known attributes are listed ONCE in a table {name, kind}; the kind says how
 // the parser validates the value (and how accessors decode it). Unknown
-// attributes are kept raw, never an error (issue 4).
+// attributes are kept raw, never an error.
 #pragma once
 
 #include <cstdint>

@@ -28,7 +28,7 @@ std::optional<Dataflow> parse_dataflow(std::string_view text);
 std::string_view dataflow_name(Dataflow d);
 
 // One GEMM A[M,K] · B[K,N]: M rows stream, K is the reduction depth, N the
-// output width (the column order of ../shared/refs/scalesim).
+// output width (SCALE-Sim's column order).
 struct GemmShape {
   std::int64_t m = 0;
   std::int64_t k = 0;

@@ -1,5 +1,5 @@
 // HLO parse speed (MB/s of text) and IR memory relative to the text size
-// (issue 4: >= 50 MB/s on one core in Release, memory <= 4x the text).
+// (targets: >= 50 MB/s on one core in Release, memory <= 4x the text).
 // Measured on the largest corpus files and on a synthetic ~100 MB module
 // built in memory. Counters: `ir_bytes_per_text_byte` is the IR's heap
 // (Module::memory_bytes) over the text size; `total_bytes_per_text_byte`

@@ -1,6 +1,6 @@
-// Compiler speed (issue 9: lowering time per 1k HLO instructions) and the
+// Compiler speed (lowering time per 1k HLO instructions) and the
 // end-to-end `tpusim run model.hlo` cost of the shipped transformer layer
-// (issue 6: compile + simulate in <= 2 s wall on one core, <= 1 GiB peak).
+// (target: compile + simulate in <= 2 s wall on one core, <= 1 GiB peak).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -66,7 +66,7 @@ void BM_LowerPer1kHloInstructions(benchmark::State& state) {
 }
 BENCHMARK(BM_LowerPer1kHloInstructions)->DenseRange(0, 3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-// Cost growth of lowering (issue 9): a synthetic module whose entry is a
+// Cost growth of lowering: a synthetic module whose entry is a
 // chain of `blocks` x (dot, add, tanh, multiply) on bf16[256,256] (4 HLO
 // instructions per block, each reading the previous result and the
 // parameters), so the HLO instruction count scales while every op stays the

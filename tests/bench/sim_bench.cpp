@@ -1,4 +1,4 @@
-// Simulator speed and the chip model's headline efficiencies (issue 5).
+// Simulator speed and the chip model's headline efficiencies.
 // Each simulation runs in a forked child (SystemC elaborates once per
 // process); the child times simulate() alone and reports back, so fork and
 // exec costs are not counted (manual time).
@@ -115,7 +115,7 @@ BENCHMARK(BM_SimulatedInstructionsPerSecond)
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The same program unrolled (no repeat): 5 instructions per iteration held
-// by the program (sem.wait included). Memory per instruction held (issue 5:
+// by the program (sem.wait included). Memory per instruction held (target:
 // <= 200 bytes) is the peak resident memory while simulating, above the
 // process before the program was assembled, over the program's instruction
 // count: the program itself plus the simulator's state. The assembler's own

@@ -1,5 +1,4 @@
-// Multi-chip simulation cost and its growth with the chip count (issues 7
-// and 9): the shipped 8-way tensor-parallel transformer layer
+// Multi-chip simulation cost and its growth with the chip count: the shipped 8-way tensor-parallel transformer layer
 // (workloads/hlo/sharded/) on v5p systems of 1, 8, 64, 256 and 4096 chips,
 // in symmetric mode (chip 0 simulated, every collective on the whole
 // network) and in full mode (every chip simulated) up to 64 chips; full mode
@@ -101,7 +100,7 @@ void report(benchmark::State& state, SpmdMode mode) {
   }
 }
 
-// Targets (issue 7): 4096 chips <= 30 s wall on one core and <= 2 GiB.
+// Targets: 4096 chips <= 30 s wall on one core and <= 2 GiB.
 // Growth: one chip simulation (constant) plus one network run per distinct
 // collective, whose packet events grow with the chips: slope <= 1.
 void BM_SymmetricChips(benchmark::State& state) { report(state, SpmdMode::kSymmetric); }
@@ -109,7 +108,7 @@ BENCHMARK(BM_SymmetricChips)
     ->ArgName("chips")->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Arg(4096)
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// Target (issue 7): 64 chips <= 60 s wall. Growth: one TensorCore simulation
+// Target: 64 chips <= 60 s wall. Growth: one TensorCore simulation
 // per chip plus network events that grow with the chips: slope ~1.
 void BM_FullChips(benchmark::State& state) { report(state, SpmdMode::kFull); }
 BENCHMARK(BM_FullChips)

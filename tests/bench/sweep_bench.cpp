@@ -1,4 +1,4 @@
-// Sweep runner speed (issue 8): overhead per point beyond the simulation
+// Sweep runner speed: overhead per point beyond the simulation
 // itself (target <= 20 ms), and a 1,000-point sweep of a small workload on
 // 2 workers (target <= 5 minutes), locally and with mpirun -np 2. Each case
 // runs the real tpusim binary as a user would (manual time = wall clock).

@@ -88,7 +88,7 @@ TEST(CollectivesTest, WorkedExampleBandwidthTermsOnEightRing) {
 }
 
 TEST(CollectivesTest, WorkedExampleWithHopLatency) {
-  // issue 7's example row: 326.2 µs + 4 hops of 1 µs = 330.2 µs.
+  // The cost forms' example row: 326.2 µs + 4 hops of 1 µs = 330.2 µs.
   expect_close(sim(topo({8}, true), CollectiveKind::kAllGather, kV, params()), 330.2e-6, 0.001);
 }
 

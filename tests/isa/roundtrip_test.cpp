@@ -102,7 +102,7 @@ TEST(RoundTrip, PrinterOmitsDefaultsAndShortensWholeTiles) {
 }
 
 TEST(InstructionMemory, StaysWithinTwoHundredBytes) {
-  // Issue 5: <= 200 bytes per instruction held. Provenance is a 4-byte id
+  // Target: <= 200 bytes per instruction held. Provenance is a 4-byte id
   // into an interned string table, tiles are 24 bytes.
   EXPECT_LE(sizeof(Instruction), 200u);
   EXPECT_EQ(sizeof(TileRef), 24u);

@@ -97,7 +97,7 @@ TEST(Workloads, ShippedModulesMatchTheirHandDerivedTotals) {
 }
 
 TEST(Workloads, DecodeStepIsMemoryBoundFarBelowTheRidge) {
-  // Issue 6: the batch-8 decode step must be memory-bound on v5e: intensity
+  // The batch-8 decode step must be memory-bound on v5e: intensity
   // ~ 3.5e9 FLOP / 6.8e8 B = 5.2 FLOP/B, far below the 240 FLOP/B ridge.
   const auto r = tpusim({"analyze", std::string(TPUSIM_SOURCE_DIR) + "/workloads/hlo/decode_step.hlo", "--format",
                          "json"});

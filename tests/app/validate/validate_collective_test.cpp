@@ -32,7 +32,7 @@ TEST(ValidateCollectiveTest, ShippedReferencesAgree) {
 }
 
 TEST(ValidateCollectiveTest, IssueExampleRowAndJson) {
-  // issue 7: 326.2 µs bandwidth term + 4 hops of 1 µs.
+  // The cost forms' example row: 326.2 µs bandwidth term + 4 hops of 1 µs.
   const std::string path =
       write_temp("example.csv", std::string(kHeader) + "all-gather,8,true,all,33554432,45e9,1e-6,3.302e-4\n");
   std::ostringstream out, err;
