@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -276,6 +277,17 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     result.notes.push_back("loops simulated in full: the chips run different programs (extrapolation needs SPMD)");
   }
   const std::int64_t simulated = mode == SpmdMode::kFull ? n : 1;
+  if (trace) {
+    std::vector<std::int64_t> absent;
+    for (const std::int64_t c : options.sim.trace_chips) {
+      if (c >= simulated) absent.push_back(c);
+    }
+    if (!absent.empty()) {
+      result.notes.push_back(fmt::format("trace: chips {} are not simulated in {} mode (only chip 0 is): not in the "
+                                         "trace",
+                                         fmt::join(absent, ","), spmd_mode_name(mode)));
+    }
+  }
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
   std::vector<std::unique_ptr<Chip>> chips;
   chips.reserve(static_cast<std::size_t>(simulated));

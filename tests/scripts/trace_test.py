@@ -148,6 +148,16 @@ def main():
         # 2 x 512^3 FLOPs.
         check(all(e.get("args", {}).get("flops") == 2 * 512 ** 3 for e in op_slices), "the op slice carries its FLOPs")
 
+        # Symmetric mode simulates chip 0 only: other chips asked for are named in a note.
+        sym = os.path.join(tmp, "sym.json")
+        p = subprocess.run([args.tpusim, "run", os.path.join(src, "workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo"),
+                            "--chip", "v5p", "--system", "2x4", "--mode", "symmetric", "--trace", sym,
+                            "--trace-chips", "0,5-6"], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0 and "trace: chips 5,6 are not simulated in symmetric mode" in p.stdout,
+              f"the symmetric-mode note: {p.stdout[-300:]}")
+        procs, _ = tracks(events(sym))
+        check(sorted(procs.values()) == ["chip0.core0", "chip0.core1"], f"only chip 0 traced: {sorted(procs.values())}")
+
         # The checker rejects what breaks the format.
         bad = os.path.join(tmp, "bad.json")
         json.dump({"traceEvents": [
