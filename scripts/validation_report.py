@@ -11,7 +11,7 @@ lines = ["# Validation", "",
          "do not edit by hand. Every reference is independent of tpusim's code.", ""]
 failed = 0
 
-# Published peaks (tpu/specs.md, copied into tests/common/presets_test.cpp).
+# Published peaks (Cloud TPU docs, copied into tests/common/presets_test.cpp).
 published = {
     "v4": (275e12, 1200e9), "v5e": (197e12, 819e9), "v5p": (459e12, 2765e9),
     "v6e": (918e12, 1638e9), "v7": (2307e12, 7380e9),
@@ -59,7 +59,7 @@ for r in c["rows"]:
 pc = json.load(open(os.path.join(out_dir, "validate_published_collectives.json")))
 lines += ["", "## Collectives against the scaling book's published figures", "",
           "Reference: `tests/validation/refs/published_collectives.csv`: the worked example and formulas of the",
-          "JAX scaling book (modelling_rules.md A4, A7-A10) on v5e-like links. The book drops (N-1)/N and the",
+          "JAX scaling book (its collective chapter) on v5e-like links. The book drops (N-1)/N and the",
           "per-hop latency; tolerance 5% (10% for all-to-all).", "",
           "| collective | topology | wrap | bytes | published us | tpusim us | error | tol | pass |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
