@@ -5,6 +5,7 @@
 #include "app/pipeline.h"
 #include "common/isolated.h"
 #include "app/report/report.h"
+#include "common/json_text.h"
 
 namespace tpusim {
 namespace {
@@ -24,19 +25,19 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
   o.lower_chip = lower_chip;
   app::StageError error;
   auto done = app::run_pipeline(path, chip, o, error);
-  if (!done) return failure(error.code, error.text).dump();
+  if (!done) return json_text(failure(error.code, error.text));
   const SimResult& result = done->run.sim;
   if (!result.finished) {
     std::string blocked;
     for (const auto& b : result.blocked) blocked += path + ": deadlock: " + b + "\n";
-    return failure(app::kFailure, blocked).dump();
+    return json_text(failure(app::kFailure, blocked));
   }
   const auto& spmd = done->run.spmd;
   json j = report_json(ReportInput{path, &chip, &result, &*done->compiled.roofline, spmd ? &*spmd : nullptr, {}});
   j.erase("stats");
   j["approximations"] = done->compiled.reports.front().approximations;
   j["hlo_warnings"] = done->compiled.hlo_warnings;
-  return j.dump();
+  return json_text(j);
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <ostream>
 
+#include "common/json_text.h"
+
 namespace tpusim {
 namespace {
-std::string json_quote(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+std::string json_quote(std::string_view s) { return json_text(nlohmann::json(std::string(s))); }
 }  // namespace
 
 TraceWriter::TraceWriter(std::ostream& out, double merge_gap_s) : out_(out), merge_gap_s_(merge_gap_s) {

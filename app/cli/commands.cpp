@@ -11,6 +11,7 @@
 
 #include "common/csv.h"
 #include "app/validate/validate_collective.h"
+#include "common/json_text.h"
 #include "isa/assembler.h"
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/devices.h"
@@ -115,7 +116,7 @@ int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& 
                         {"column", i.diagnostic.column}, {"message", i.diagnostic.message}});
     }
     j["issues"] = issues;
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
   } else {
     if (!report.ok()) out << format_all(report.diagnostics());
     out << input << ": " << report.format_summary() << "\n";
@@ -256,12 +257,12 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
                        profile};
   const nlohmann::json j = report_json(in);
   const bool grouped = j.contains("groups");
-  if (!write_output_file(opt, "report.json", j.dump(2) + "\n", err)) return kUsageError;
-  if (!write_output_file(opt, "stats.json", result->stats.to_json().dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "report.json", json_text(j, 2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "stats.json", json_text(result->stats.to_json(), 2) + "\n", err)) return kUsageError;
   if (!write_output_file(opt, "ops.csv", report_csv(j), err)) return kUsageError;
   if (grouped && !write_output_file(opt, "groups.csv", groups_csv(j["groups"]), err)) return kUsageError;
   if (opt.format == Format::kJson) {
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
   } else if (opt.format == Format::kCsv) {
     // The per-op (or grouped) rows, also with -q (they are the result).
     out << (grouped ? groups_csv(j["groups"]) : report_csv(j));
@@ -386,7 +387,7 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
                      {"notes", notes},
                      {"verify", {{"ok", check.ok()}, {"summary", check.format_summary()}}},
                      {"output", output}};
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
   }
   // The program: to -o FILE, or to stdout when no JSON summary goes there.
   std::string text = fmt::format(

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "common/units.h"
 #include "app/cli/commands.h"
 #include "app/report/report.h"
@@ -173,9 +174,9 @@ int cmd_compare(const CommonOptions& opt, const std::vector<std::string>& input_
          {"relative_change", ta > 0 ? delta / ta : 0.0},
          {"speedup_b_over_a", tb > 0 ? ta / tb : 0.0},
          {"ops", rows_json}};
-  if (!write_output_file(opt, "compare.json", j.dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "compare.json", json_text(j, 2) + "\n", err)) return kUsageError;
   if (opt.format == Format::kJson) {
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
     return kOk;
   }
   if (opt.format == Format::kCsv) {  // the op rows, largest change first

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "common/json_text.h"
 #include "common/params.h"
 #include "common/units.h"
 
@@ -147,10 +148,10 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
                  {"peak_flops_per_s", derived_json(dev)["peak_flops_per_s"]},
                  {"vpu_flops_per_s", dev.vpu_flops_per_s},
                  {"critical_intensity_flops_per_byte", dev.critical_intensity_flops_per_byte}};
-  if (!write_output_file(opt, "config.json", j.dump(2) + "\n", err)) return kUsageError;
+  if (!write_output_file(opt, "config.json", json_text(j, 2) + "\n", err)) return kUsageError;
 
   if (opt.format == Format::kJson) {
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
     return kOk;
   }
   if (opt.format == Format::kCsv) {
@@ -202,7 +203,7 @@ int config_describe(const CommonOptions& opt, std::ostream& out) {
                      {"min", p.min}, {"max", p.max}, {"power_of_two", p.pow2},
                      {"choices", p.choices}, {"doc", p.doc}});
     }
-    out << arr.dump(2) << "\n";
+    out << json_text(arr, 2) << "\n";
     return kOk;
   }
   for (const auto& p : all_params()) {

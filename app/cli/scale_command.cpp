@@ -8,6 +8,7 @@
 
 #include "app/pipeline.h"
 #include "common/config_loader.h"
+#include "common/json_text.h"
 #include "isa/lower/lower.h"
 #include "app/cli/commands.h"
 #include "app/cli/config_command.h"
@@ -136,7 +137,7 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
   std::int64_t first_chips = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     std::string error;
-    auto text = run_isolated([&] { return run_point(opt, inputs[i], lists[i], s.wrap, mode).dump(); }, error);
+    auto text = run_isolated([&] { return json_text(run_point(opt, inputs[i], lists[i], s.wrap, mode)); }, error);
     json row = text ? json::parse(*text) : json{{"error", error}};
     row["shape"] = shapes[i];
     row["program"] = inputs[i];
@@ -159,12 +160,14 @@ int cmd_scale(const CommonOptions& opt, const std::string& input, const ScaleOpt
     }
     rows.push_back(row);
   }
-  if (!write_output_file(opt, "scale.json", json{{"program", input}, {"chip", cfg.chip.name}, {"scaling", s.strong ? "strong" : "weak"}, {"rows", rows}}.dump(2) + "\n",
-                         err)) {
+  const std::string doc =
+      json_text(json{{"program", input}, {"chip", cfg.chip.name}, {"scaling", s.strong ? "strong" : "weak"}, {"rows", rows}}, 2) +
+      "\n";
+  if (!write_output_file(opt, "scale.json", doc, err)) {
     return kUsageError;
   }
   if (opt.format == Format::kJson) {
-    out << json{{"program", input}, {"chip", cfg.chip.name}, {"scaling", s.strong ? "strong" : "weak"}, {"rows", rows}}.dump(2) << "\n";
+    out << doc;
   } else if (opt.format == Format::kCsv) {
     out << "system,chips,mode,step_time_s,compute_s,exposed_communication_s,scaling_efficiency,bound,error\n";
     for (const auto& r : rows) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "common/json_text.h"
 #include "common/units.h"
 #include "app/sweep/analysis.h"
 #include "app/sweep/mpi/launch.h"
@@ -198,7 +199,7 @@ int cmd_sweep_report(const CommonOptions& opt, const SweepOptions& s, std::ostre
   auto rep = sweep::sweep_report(records);
   if (opt.format == Format::kJson) {
     rep["corrupt_lines"] = corrupt;
-    out << rep.dump(2) << "\n";
+    out << json_text(rep, 2) << "\n";
   } else {
     out << sweep::format_report(rep);
     if (corrupt > 0) out << corrupt_text(corrupt);

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "common/json_text.h"
+
 namespace tpusim::sweep {
 namespace {
 
@@ -17,7 +19,7 @@ std::string csv_field(const nlohmann::ordered_json& v) {
   } else if (v.is_boolean()) {
     s = v.get<bool>() ? "true" : "false";
   } else {
-    s = v.dump();
+    s = json_text(v);
   }
   // One record per line (line-based readers too): newlines become " / ".
   for (std::size_t i = s.find_first_of("\r\n"); i != std::string::npos; i = s.find_first_of("\r\n", i)) {
@@ -117,7 +119,7 @@ std::string export_csv(const std::vector<Record>& records) {
     }
     for (const auto& k : metrics) {
       const auto& v = r.contains("metrics") && r["metrics"].contains(k) ? r["metrics"][k] : null;
-      f.push_back(v.is_object() || v.is_array() ? csv_field(v.dump()) : csv_field(v));
+      f.push_back(v.is_object() || v.is_array() ? csv_field(json_text(v)) : csv_field(v));
     }
     for (const auto& k : tail) f.push_back(csv_field(r.contains(k) ? r[k] : null));
     row(f);

@@ -21,6 +21,7 @@
 #include "app/pipeline.h"
 #include "common/config_loader.h"
 #include "app/sweep/point.h"
+#include "common/json_text.h"
 
 namespace tpusim::sweep {
 namespace {
@@ -557,7 +558,7 @@ class RankServer {
     }
     Item it = std::move(queue_.front());
     queue_.pop_front();
-    link_.send(rank, RankTag::kAssign, item_json(it).dump());
+    link_.send(rank, RankTag::kAssign, json_text(item_json(it)));
     lent_[static_cast<std::size_t>(rank)].emplace(it.index, std::move(it));
   }
 
@@ -633,7 +634,7 @@ Result<SweepSummary> run_sweep(const SweepSpec& spec, const RunnerOptions& opt, 
     if (status == "timeout") ++sum.timeout;
     if (status == "infeasible") ++sum.infeasible;
     if (status == "failed" || status == "timeout") sum.failures.push_back(r);
-    const bool ok = write_all(fd, in_field_order(r).dump() + "\n");
+    const bool ok = write_all(fd, json_text(in_field_order(r)) + "\n");
     progress.point_done(r, sum.ok, sum.failed + sum.timeout, link != nullptr && rank < 0 ? 0 : rank);
     return ok;
   };
@@ -680,7 +681,7 @@ Result<std::size_t> run_sweep_worker(const RunnerOptions& opt, RankLink& link) {
   bool stopped = false;
   auto send_result = [&](Item& it) {
     it.record["_index"] = it.index;  // rank 0 matches it to the run it lent
-    link.send(0, RankTag::kResult, it.record.dump());
+    link.send(0, RankTag::kResult, json_text(it.record));
     ++ran;
   };
   while (!stopped || exec.running() > 0) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/diagnostic.h"
+#include "common/json_text.h"
 #include "interconnect/collectives.h"
 #include "interconnect/network.h"
 #include "interconnect/topology.h"
@@ -407,7 +408,7 @@ int validate_collective_csv(const std::string& path, double tolerance, bool json
                           {"rows", jrows},
                           {"outside_tolerance", outside},
                           {"passed", outside == 0}};
-    out << doc.dump(2) << "\n";
+    out << json_text(doc, 2) << "\n";
   } else {
     out << fmt::format("{} rows, {} outside tolerance (default {:.1f}%)\n", rows.size(), outside, tolerance * 100);
   }

@@ -13,6 +13,7 @@
 #include "app/hlo_run.h"
 #include "common/config_loader.h"
 #include "common/csv.h"
+#include "common/json_text.h"
 
 namespace tpusim {
 namespace {
@@ -226,9 +227,9 @@ int validate_gemm_csv(const std::string& path, double tolerance, bool as_json, s
                     {"cal", {{"rows", s.cal.rows}, {"mape", s.cal.mape}, {"signed_mean", s.cal.signed_mean}}},
                     {"val", {{"rows", s.val.rows}, {"mape", s.val.mape}, {"signed_mean", s.val.signed_mean}}}});
     }
-    out << json{{"kind", "gemm"}, {"tolerance", tolerance >= 0 ? json(tolerance) : json(nullptr)}, {"rows", jr},
-                {"series", js}, {"failures", failures}}
-               .dump(2)
+    out << json_text(json{{"kind", "gemm"}, {"tolerance", tolerance >= 0 ? json(tolerance) : json(nullptr)}, {"rows", jr},
+                          {"series", js}, {"failures", failures}},
+                     2)
         << "\n";
   } else {
     out << fmt::format("{:<22} {:>12} {:>5} {:>5} {:>11} {:>11} {:>11}\n", "series (chip dtype timing)",

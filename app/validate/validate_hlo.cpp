@@ -10,6 +10,7 @@
 #include "common/config_loader.h"
 #include "common/csv.h"
 #include "app/hlo_run.h"
+#include "common/json_text.h"
 #include "sim/spmd.h"
 
 namespace tpusim {
@@ -157,7 +158,7 @@ int validate_step_csv(const std::string& path, double tolerance, bool as_json, s
     }
   }
   if (as_json) {
-    out << json{{"kind", "step"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}.dump(2) << "\n";
+    out << json_text(json{{"kind", "step"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}, 2) << "\n";
   } else {
     out << fmt::format("{} rows, {} within tolerance, {} outside\n", rows.size(),
                        rows.size() - static_cast<std::size_t>(failures), failures);
@@ -246,7 +247,7 @@ int validate_roofline_csv(const std::string& path, double tolerance, bool as_jso
     }
   }
   if (as_json) {
-    out << json{{"kind", "roofline"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}.dump(2) << "\n";
+    out << json_text(json{{"kind", "roofline"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}, 2) << "\n";
   } else {
     out << fmt::format("{} rows, {} pass, {} fail\n", rows.size(), rows.size() - static_cast<std::size_t>(failures),
                        failures);

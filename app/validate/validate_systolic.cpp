@@ -8,6 +8,7 @@
 #include "common/config_loader.h"
 #include "common/csv.h"
 #include "common/isolated.h"
+#include "common/json_text.h"
 #include "sim/timing/mxu_timing.h"
 #include "sim/simulate.h"
 
@@ -171,7 +172,7 @@ int validate_systolic_csv(const std::string& path, double tolerance, bool json, 
     }
   }
   if (json) {
-    out << nlohmann::json{{"kind", "systolic"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}.dump(2)
+    out << json_text(nlohmann::json{{"kind", "systolic"}, {"tolerance", tolerance}, {"rows", j}, {"failures", failures}}, 2)
         << "\n";
   } else {
     out << fmt::format("{} rows, {} within {:.2f}%, {} outside\n", rows.size(), rows.size() - static_cast<size_t>(failures),

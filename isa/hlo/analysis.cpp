@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/units.h"
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/parser.h"
@@ -312,10 +313,10 @@ std::string render_all(const std::vector<RooflineReport>& reports, AnalyzeFormat
       return out;
     }
     case AnalyzeFormat::kJson: {
-      if (reports.size() == 1) return to_json(reports.front()).dump(2) + "\n";
+      if (reports.size() == 1) return json_text(to_json(reports.front()), 2) + "\n";
       nlohmann::json all = nlohmann::json::array();
       for (const auto& r : reports) all.push_back(to_json(r));
-      return nlohmann::json{{"modules", std::move(all)}}.dump(2) + "\n";
+      return json_text(nlohmann::json{{"modules", std::move(all)}}, 2) + "\n";
     }
     case AnalyzeFormat::kCsv: {
       std::string out = kCsvHeader;
@@ -337,7 +338,7 @@ Result<std::string> analyze(ParsedFile parsed, const RooflineRates& rates, Analy
 
 }  // namespace
 
-std::string render_json(const RooflineReport& r) { return to_json(r).dump(2) + "\n"; }
+std::string render_json(const RooflineReport& r) { return json_text(to_json(r), 2) + "\n"; }
 std::string render_csv(const RooflineReport& r) { return std::string(kCsvHeader) + csv_lines(r); }
 
 std::optional<AnalyzeFormat> parse_analyze_format(std::string_view s) {

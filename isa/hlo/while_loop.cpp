@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/values.h"
 
@@ -47,7 +48,7 @@ std::optional<std::string> known_trip_count_text(const Instruction& x) {
   const auto& k = (*j)["known_trip_count"];
   if (!k.is_object() || !k.contains("n")) return std::nullopt;
   const auto& n = k["n"];
-  return n.is_string() ? n.get<std::string>() : n.dump();
+  return n.is_string() ? n.get<std::string>() : json_text(n);
 }
 
 std::optional<std::int64_t> known_trip_count(const Instruction& x) {

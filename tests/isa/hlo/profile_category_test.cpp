@@ -3,6 +3,8 @@
 // fusion kind; and source lines of offsets.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/parser.h"
 
@@ -95,6 +97,19 @@ TEST(ProfileCategory, RooflineRowsCarryTheirCategoryAndLine) {
     EXPECT_EQ(row.line, 30);  // "  dot = ..." is line 30 of kModule
   }
   EXPECT_TRUE(saw_dot);
+}
+
+TEST(ProfileCategory, InvalidUtf8InOpNameStillRendersAsJson) {
+  // Metadata strings come from the user's file and need not be UTF-8: the
+  // JSON report replaces the bad byte (0xFF) with U+FFFD instead of throwing.
+  const std::string text =
+      "HloModule m\n\nENTRY e {\n  a = f32[8] parameter(0)\n"
+      "  ROOT n = f32[8] negate(a), metadata={op_name=\"jit(f)/\xff/neg\"}\n}\n";
+  auto m = parse_hlo_module(text);
+  ASSERT_TRUE(m.ok());
+  const RooflineReport r = roofline(**m, RooflineRates{});
+  const auto j = nlohmann::json::parse(render_json(r));
+  EXPECT_NE(j.dump().find("jit(f)/\xef\xbf\xbd/neg"), std::string::npos) << j.dump();
 }
 
 TEST(SourceLines, OffsetsMapToOneBasedLines) {
