@@ -697,7 +697,53 @@ class Verifier {
     return dtype_bytes(b.dtype, ceil_to(b.rows(), sub) * ceil_to(b.cols(), lanes));
   }
 
+  // Live range of each buffer (first, last instruction), indexed by buffer.
+  struct LiveRanges {
+    std::vector<std::size_t> first, last;
+  };
+
   void check_capacity() {
+    const LiveRanges r = live_ranges();
+    check_space(MemSpace::kVmem, static_cast<std::int64_t>(chip_.core.vmem.capacity), r.first, r.last);
+    check_space(MemSpace::kSmem, static_cast<std::int64_t>(chip_.core.smem.capacity), r.first, r.last);
+    check_space(MemSpace::kVreg, chip_.core.vpu.vregs, r.first, r.last);
+    check_space(MemSpace::kHbm, static_cast<std::int64_t>(chip_.hbm.capacity), r.first, r.last);
+  }
+
+ public:
+  // The footprint of `space`'s buffers live at each instruction (empty when
+  // the repeats do not match).
+  std::vector<std::int64_t> live_footprint(MemSpace space) {
+    if (!match_repeats()) return {};
+    const LiveRanges r = live_ranges();
+    return live_at(buffers_in(space), r.first, r.last);
+  }
+
+ private:
+  // The buffers of `space` with memory of their own (not views).
+  std::vector<std::size_t> buffers_in(MemSpace space) const {
+    std::vector<std::size_t> ids;
+    for (std::size_t b = 0; b < p_.buffers.size(); ++b) {
+      if (p_.buffers[b].space == space && p_.buffers[b].view_of == TileRef::kNone) ids.push_back(b);
+    }
+    return ids;
+  }
+
+  // Sum of the footprints of `ids` live at each instruction.
+  std::vector<std::int64_t> live_at(const std::vector<std::size_t>& ids, const std::vector<std::size_t>& first,
+                                    const std::vector<std::size_t>& last) const {
+    std::vector<std::int64_t> live(p_.code.size() + 1, 0);
+    for (const std::size_t b : ids) {
+      if (first[b] == kNone) continue;
+      live[first[b]] += footprint(p_.buffers[b]);
+      live[last[b] + 1] -= footprint(p_.buffers[b]);
+    }
+    for (std::size_t i = 1; i < live.size(); ++i) live[i] += live[i - 1];
+    live.pop_back();
+    return live;
+  }
+
+  LiveRanges live_ranges() const {
     // Live range of each buffer: first..last instruction using it. A VMEM
     // buffer a loop reads before writing it in an iteration (and writes
     // somewhere) carries a value from one iteration to the next: its range
@@ -747,10 +793,7 @@ class Verifier {
         last[b] = wide_last[b];
       }
     }
-    check_space(MemSpace::kVmem, static_cast<std::int64_t>(chip_.core.vmem.capacity), first, last);
-    check_space(MemSpace::kSmem, static_cast<std::int64_t>(chip_.core.smem.capacity), first, last);
-    check_space(MemSpace::kVreg, chip_.core.vpu.vregs, first, last);
-    check_space(MemSpace::kHbm, static_cast<std::int64_t>(chip_.hbm.capacity), first, last);
+    return LiveRanges{std::move(first), std::move(last)};
   }
 
   // Overlapping fixed placements that are live at the same time. A sweep over
@@ -815,11 +858,9 @@ class Verifier {
     };
     const std::int64_t vreg_bytes = std::max<std::int64_t>(1, chip_.core.vpu.sublanes) *
                                     std::max<std::int64_t>(1, chip_.core.vpu.lanes) * 4;
-    std::vector<std::size_t> ids;
-    for (std::size_t b = 0; b < p_.buffers.size(); ++b) {
+    const std::vector<std::size_t> ids = buffers_in(space);  // a view has no memory of its own
+    for (const std::size_t b : ids) {
       const Buffer& buffer = p_.buffers[b];
-      if (buffer.space != space || buffer.view_of != TileRef::kNone) continue;  // a view has no memory of its own
-      ids.push_back(b);
       const std::int64_t size = footprint(buffer);
       if (capacity > 0 && buffer.offset >= 0 && buffer.offset + size > capacity) {
         error(VerifyError::kCapacity, kNone, buffer.loc,
@@ -845,16 +886,11 @@ class Verifier {
     check_overlaps(mem, ids, first, last);
     // The live set at each instruction.
     if (p_.code.empty()) return;
-    std::vector<std::int64_t> delta(p_.code.size() + 1, 0);
-    for (const std::size_t b : ids) {
-      if (first[b] == kNone) continue;
-      delta[first[b]] += footprint(p_.buffers[b]);
-      delta[last[b] + 1] -= footprint(p_.buffers[b]);
-    }
-    std::int64_t live = 0, peak = 0;
+    const std::vector<std::int64_t> live_bytes = live_at(ids, first, last);
+    std::int64_t peak = 0;
     bool reported = false;
     for (std::size_t i = 0; i < p_.code.size(); ++i) {
-      live += delta[i];
+      const std::int64_t live = live_bytes[i];
       peak = std::max(peak, live);
       if (!reported && capacity > 0 && live > capacity) {
         reported = true;
@@ -926,6 +962,10 @@ std::string VerifyReport::format_summary() const {
 
 VerifyReport verify(const Program& p, const ChipConfig& chip, std::string_view source) {
   return Verifier(p, chip, source).run();
+}
+
+std::vector<std::int64_t> live_footprint(const Program& p, const ChipConfig& chip, MemSpace space) {
+  return Verifier(p, chip, {}).live_footprint(space);
 }
 
 }  // namespace tpusim::isa

@@ -79,4 +79,11 @@ struct VerifyReport {
 // `source` (optional) is the assembly text, for the offending line and caret.
 VerifyReport verify(const Program& p, const ChipConfig& chip, std::string_view source = {});
 
+// The footprint of the `space` buffers live at each instruction of `p`, as
+// the capacity check counts it: a buffer from its first to its last use,
+// widened to the outermost loop around its uses when the loop carries its
+// value; VMEM bytes tile-padded, vector registers counted. Empty when the
+// program's repeats do not match.
+std::vector<std::int64_t> live_footprint(const Program& p, const ChipConfig& chip, MemSpace space);
+
 }  // namespace tpusim::isa

@@ -14,11 +14,13 @@
 #include <type_traits>
 
 #include "memory/hbm.h"
+#include "isa/verifier.h"
 #include "sim/collective_fabric.h"
 #include "sim/core/mxu_array.h"
 #include "sim/core/retirement.h"
 #include "sim/core_sync.h"
 #include "sim/timing/instruction_cost.h"
+#include "sim/timing/limiter.h"
 #include "sim/timing/mxu_timing.h"
 
 // Speed notes: the sequencer and the units are coroutines of one
@@ -76,6 +78,7 @@ struct TensorCore::Unit {
 
 namespace {
 
+constexpr std::string_view kVmemCounter = "VMEM live MiB";  // the trace's VMEM counter
 constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
 constexpr double kTimeEps = kTimeEpsilonSeconds;
 
@@ -102,6 +105,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
     std::unordered_map<std::string_view, std::set<std::uint32_t>> ids;
     for (const isa::Instruction& i : program.code) ids[isa::provenance_root(program.provenance(i))].insert(i.provenance);
     for (auto& [root, set] : ids) op_prov_[root].assign(set.begin(), set.end());
+    vmem_live_ = isa::live_footprint(program, chip, isa::MemSpace::kVmem);
   }
   sequencer_stats_.add(stats, p + ".sequencer");
   vmem_stats_.add(stats, p + ".vmem");
@@ -408,7 +412,11 @@ CoTask TensorCore::sequencer() {
   retirement_.finish(end_s_, prov_);
   if (op_track_ >= 0) {
     trace_op({}, last);  // close the last op
-    flush_hbm(static_cast<std::int64_t>(std::ceil(end_s_ / kHbmWindowS)) + 1);
+    flush_hbm(static_cast<std::int64_t>(std::ceil(end_s_ / kCounterWindowS)) + 1);
+    if (vmem_window_ >= 0) {  // the last window, then nothing live
+      flush_vmem(vmem_window_ + 1);
+      trace_->counter(prefix_, kVmemCounter, loops_.skipped().reported(last), 0);
+    }
   }
   if (!reuse_of_prov_.empty()) {
     reuse_window(-1);
@@ -890,13 +898,14 @@ void TensorCore::apply_reuse() {
   }
 }
 
-TraceFigures TensorCore::op_figures(std::string_view root) const {
-  TraceFigures f{0, 0};
+ProvenanceStats TensorCore::op_figures(std::string_view root) const {
+  ProvenanceStats f;
   const auto it = op_prov_.find(root);
   if (it == op_prov_.end()) return f;
   for (const std::uint32_t id : it->second) {
     f.flops += prov_[id].flops;
     f.hbm_bytes += prov_[id].hbm_bytes;
+    for (std::size_t k = 0; k < kResources; ++k) f.busy_by[k] += prov_[id].busy_by[k];
   }
   return f;
 }
@@ -907,11 +916,17 @@ void TensorCore::trace_op(std::string_view root, double at_s) {
     // What the op's instructions added since its last slice (all of this
     // instance's have started by now; a later instance's that started early
     // count here, so the slices of an op add up to its figures).
-    const TraceFigures now_f = op_figures(op_open_);
-    TraceFigures& shown = op_shown_.try_emplace(op_open_, TraceFigures{0, 0}).first->second;
+    // The slice's limiter: what those instructions kept busy over its time.
+    const ProvenanceStats now_f = op_figures(op_open_);
+    ProvenanceStats& shown = op_shown_[op_open_];
     const SkippedTime& skipped = loops_.skipped();
-    trace_->slice(op_track_, op_open_, skipped.reported(op_start_s_), skipped.reported(at_s),
-                  TraceFigures{now_f.flops - shown.flops, now_f.hbm_bytes - shown.hbm_bytes});
+    const double from = skipped.reported(op_start_s_), to = skipped.reported(at_s);
+    std::array<double, kResources> busy{};
+    for (std::size_t k = 0; k < kResources; ++k) busy[k] = now_f.busy_by[k] - shown.busy_by[k];
+    const double hbm_bytes = now_f.hbm_bytes - shown.hbm_bytes;
+    trace_->slice(op_track_, op_open_, from, to,
+                  TraceFigures{now_f.flops - shown.flops, hbm_bytes,
+                               find_limiter(busy, hbm_bytes, to - from, chip_, 1).limiter_name()});
     shown = now_f;
   }
   op_open_ = root;
@@ -919,12 +934,12 @@ void TensorCore::trace_op(std::string_view root, double at_s) {
 }
 
 void TensorCore::trace_hbm(double start_s, double end_s, double bytes) {
-  flush_hbm(static_cast<std::int64_t>(std::floor(now() / kHbmWindowS)));
+  flush_hbm(static_cast<std::int64_t>(std::floor(now() / kCounterWindowS)));
   if (!(end_s > start_s) || bytes <= 0) return;
   const double rate = bytes / (end_s - start_s);
-  for (auto w = static_cast<std::int64_t>(std::floor(start_s / kHbmWindowS)); w * kHbmWindowS < end_s; ++w) {
-    const double lo = std::max(start_s, static_cast<double>(w) * kHbmWindowS);
-    const double hi = std::min(end_s, static_cast<double>(w + 1) * kHbmWindowS);
+  for (auto w = static_cast<std::int64_t>(std::floor(start_s / kCounterWindowS)); w * kCounterWindowS < end_s; ++w) {
+    const double lo = std::max(start_s, static_cast<double>(w) * kCounterWindowS);
+    const double hi = std::min(end_s, static_cast<double>(w + 1) * kCounterWindowS);
     if (hi > lo) hbm_windows_[w] += rate * (hi - lo);
   }
 }
@@ -936,10 +951,38 @@ void TensorCore::flush_hbm(std::int64_t below) {
     const auto it = hbm_windows_.find(hbm_written_);
     const double bytes = it == hbm_windows_.end() ? 0.0 : it->second;
     if (it != hbm_windows_.end()) hbm_windows_.erase(it);
-    trace_->counter(prefix_, "HBM GB/s", loops_.skipped().reported(static_cast<double>(hbm_written_) * kHbmWindowS),
-                    bytes / kHbmWindowS / 1e9);
+    trace_->counter(prefix_, "HBM GB/s", loops_.skipped().reported(static_cast<double>(hbm_written_) * kCounterWindowS),
+                    bytes / kCounterWindowS / 1e9);
     // Skip a run of idle windows in one step.
     if (hbm_windows_.empty() && bytes == 0) hbm_written_ = std::max(hbm_written_, below - 1);
+  }
+}
+
+void TensorCore::trace_vmem(std::size_t pc, double at_s) {
+  if (pc >= vmem_live_.size()) return;
+  const auto w = static_cast<std::int64_t>(std::floor(at_s / kCounterWindowS));
+  const std::int64_t live = vmem_live_[pc];
+  if (w != vmem_window_) {
+    flush_vmem(w);
+    vmem_window_ = w;
+    vmem_max_ = live;
+  } else {
+    vmem_max_ = std::max(vmem_max_, live);
+  }
+  vmem_last_ = live;
+}
+
+void TensorCore::flush_vmem(std::int64_t next_window) {
+  // The window's largest footprint from its start; windows the frontier
+  // jumped over hold the last footprint it saw.
+  if (vmem_window_ < 0) return;
+  const SkippedTime& skipped = loops_.skipped();
+  const double mib = 1024.0 * 1024.0;
+  trace_->counter(prefix_, kVmemCounter, skipped.reported(static_cast<double>(vmem_window_) * kCounterWindowS),
+                  static_cast<double>(vmem_max_) / mib);
+  if (next_window > vmem_window_ + 1) {
+    trace_->counter(prefix_, kVmemCounter, skipped.reported(static_cast<double>(vmem_window_ + 1) * kCounterWindowS),
+                    static_cast<double>(vmem_last_) / mib);
   }
 }
 
@@ -953,7 +996,10 @@ void TensorCore::retire() {
     }
     const double from = retirement_.retired_until();
     retirement_.retire(d.start, d.done, isa::opcode(inst.op) == isa::Opcode::kCollective, inst.provenance, prov_);
-    if (op_track_ >= 0) trace_op(isa::provenance_root(program_.provenance(inst)), from);
+    if (op_track_ >= 0) {
+      trace_op(isa::provenance_root(program_.provenance(inst)), from);
+      trace_vmem(d.pc, from);
+    }
     ++retired_;
   }
   // Drop records that are retired and complete (bounded memory).

@@ -153,16 +153,23 @@ class TensorCore : public sc_core::sc_module {
   // Each op's provenance ids (for its slices' FLOPs and HBM bytes) and the
   // figures its slices have shown so far.
   std::unordered_map<std::string_view, std::vector<std::uint32_t>> op_prov_;
-  std::unordered_map<std::string_view, TraceFigures> op_shown_;
-  TraceFigures op_figures(std::string_view root) const;
-  // The trace's HBM counter: this core's HBM bytes per window of
-  // kHbmWindowS, spread over each transfer's time; windows before the
-  // current time are final and written.
-  static constexpr double kHbmWindowS = 10e-6;
+  std::unordered_map<std::string_view, ProvenanceStats> op_shown_;
+  ProvenanceStats op_figures(std::string_view root) const;
+  // The trace's counters sample windows of kCounterWindowS.
+  static constexpr double kCounterWindowS = 10e-6;
+  // The HBM counter: this core's HBM bytes per window, spread over each
+  // transfer's time; windows before the current time are final and written.
   std::map<std::int64_t, double> hbm_windows_;  // window index -> bytes
   std::int64_t hbm_written_ = 0;                 // windows below this are written
   void trace_hbm(double start_s, double end_s, double bytes);
   void flush_hbm(std::int64_t below);
+  // The VMEM counter: the footprint of the VMEM buffers live (isa::live_footprint)
+  // at the instructions the retirement frontier passes, the largest per window.
+  std::vector<std::int64_t> vmem_live_;  // by pc; empty = no counter
+  std::int64_t vmem_window_ = -1;        // the window being sampled
+  std::int64_t vmem_max_ = 0, vmem_last_ = 0;
+  void trace_vmem(std::size_t pc, double at_s);
+  void flush_vmem(std::int64_t next_window);
   double cycle_s_;
   sc_core::sc_time one_cycle_;
 

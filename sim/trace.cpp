@@ -59,6 +59,11 @@ void TraceWriter::emit(int track, const Open& s) {
   if (s.figures.hbm_bytes >= 0) {
     args += fmt::format("{}\"hbm_bytes\":{:.9g}", args.empty() ? "" : ",", s.figures.hbm_bytes);
   }
+  if (!s.limiter_s.empty()) {
+    const auto most = std::max_element(s.limiter_s.begin(), s.limiter_s.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    args += fmt::format("{}\"limiter\":{}", args.empty() ? "" : ",", json_quote(most->first));
+  }
   if (op_names_ != nullptr && named_ops_[static_cast<size_t>(track)]) {
     if (const auto it = op_names_->find(s.name); it != op_names_->end()) {
       args += fmt::format("{}\"op_name\":{}", args.empty() ? "" : ",", json_quote(it->second));
@@ -78,6 +83,7 @@ void TraceWriter::slice(int track, std::string_view name, double start_s, double
     ++o.count;
     if (figures.flops >= 0) o.figures.flops = std::max(0.0, o.figures.flops) + figures.flops;
     if (figures.hbm_bytes >= 0) o.figures.hbm_bytes = std::max(0.0, o.figures.hbm_bytes) + figures.hbm_bytes;
+    o.add_limiter(figures.limiter, end_s - start_s);
     return;
   }
   if (o.count > 0) emit(track, o);
@@ -86,6 +92,19 @@ void TraceWriter::slice(int track, std::string_view name, double start_s, double
   o.end = end_s;
   o.count = 1;
   o.figures = figures;
+  o.limiter_s.clear();
+  o.add_limiter(figures.limiter, end_s - start_s);
+}
+
+void TraceWriter::Open::add_limiter(std::string_view limiter, double seconds) {
+  if (limiter.empty()) return;
+  for (auto& [name, s] : limiter_s) {
+    if (name == limiter) {
+      s += seconds;
+      return;
+    }
+  }
+  limiter_s.emplace_back(limiter, seconds);
 }
 
 void TraceWriter::counter(std::string_view process, std::string_view name, double t_s, double value) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tpusim {
@@ -18,6 +19,10 @@ namespace tpusim {
 struct TraceFigures {
   double flops = -1;
   double hbm_bytes = -1;
+  // The resource that set the slice's time ("" = none): a name with static
+  // storage (sim/timing/limiter.h). Merged slices show the limiter of most
+  // of their time.
+  std::string_view limiter;
 };
 
 class TraceWriter {
@@ -52,6 +57,8 @@ class TraceWriter {
     double end = 0;
     std::uint64_t count = 0;
     Figures figures;
+    std::vector<std::pair<std::string_view, double>> limiter_s;  // time per limiter of the merged slices
+    void add_limiter(std::string_view limiter, double seconds);
   };
   struct Counter {
     int pid;

@@ -385,7 +385,10 @@ int cmd_lower(const CommonOptions& opt, const std::string& input, const std::str
                      {"dot_tilings", rep.tilings},
                      {"reused", reused},
                      {"notes", notes},
-                     {"verify", {{"ok", check.ok()}, {"summary", check.format_summary()}}},
+                     {"verify",
+                      {{"ok", check.ok()},
+                       {"summary", check.format_summary()},
+                       {"peak_vmem_bytes", check.summary.peak_vmem_bytes}}},
                      {"output", output}};
     out << json_text(j, 2) << "\n";
   }

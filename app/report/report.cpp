@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "sim/timing/limiter.h"
 
 namespace tpusim {
 namespace {
@@ -71,11 +72,7 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
   return rows;
 }
 
-// The resource that set an op's time: of its instructions' busy time per
-// resource, the one most used over the op's time (per unit: the MXUs, XLUs
-// and VPUs of every core that ran; HBM by its bytes at the sustained
-// bandwidth). Below half use of every resource the op mostly waited
-// (dependencies, latency, a barrier or a collective of another chip).
+// The op's limiter (sim/timing/limiter.h) over its time, and every resource's use.
 struct Limiter {
   std::string name = "waiting";
   double utilization = 0;
@@ -84,30 +81,12 @@ struct Limiter {
 };
 Limiter limiter_of(const ProvenanceStats& st, const ChipConfig& c, int cores) {
   Limiter out;
-  const double t = st.attributed_s;
-  if (!(t > 0)) return out;
-  const auto n = static_cast<double>(std::max(1, cores));
-  const auto at = [&](Resource r) { return st.busy_by[static_cast<std::size_t>(r)]; };
-  const double mxus = static_cast<double>(std::max<std::int64_t>(1, c.core.mxu.count)) * n;
-  const double xlus = static_cast<double>(std::max<std::int64_t>(1, c.core.xlu.count)) * n;
-  const double hbm = c.hbm.bandwidth * c.hbm.efficiency;
-  const std::array<std::pair<Resource, double>, kResources> use{{
-      {Resource::kMxuCompute, at(Resource::kMxuCompute) / (mxus * t)},
-      {Resource::kMxuWeights, at(Resource::kMxuWeights) / (mxus * t)},
-      {Resource::kVpuAlu, at(Resource::kVpuAlu) / (n * t)},
-      {Resource::kVpuLoadStore, at(Resource::kVpuLoadStore) / (n * t)},
-      {Resource::kEup, at(Resource::kEup) / (n * t)},
-      {Resource::kXlu, at(Resource::kXlu) / (xlus * t)},
-      {Resource::kHbm, hbm > 0 ? st.hbm_bytes / (hbm * t) : 0.0},
-      {Resource::kVmem, at(Resource::kVmem) / (n * t)},
-      {Resource::kIci, at(Resource::kIci) / (n * t)},
-      {Resource::kHost, at(Resource::kHost) / (n * t)},
-  }};
-  for (const auto& [r, u] : use) out.use[std::string(resource_name(r))] = u;
-  const auto best = std::max_element(use.begin(), use.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  out.utilization = best->second;
-  out.busiest = std::string(resource_name(best->first));
-  if (best->second >= 0.5) out.name = out.busiest;
+  if (!(st.attributed_s > 0)) return out;
+  const LimiterUse u = find_limiter(st.busy_by, st.hbm_bytes, st.attributed_s, c, cores);
+  for (std::size_t k = 0; k < kResources; ++k) out.use[std::string(resource_name(static_cast<Resource>(k)))] = u.use[k];
+  out.utilization = u.utilization;
+  out.busiest = std::string(resource_name(u.busiest));
+  out.name = std::string(u.limiter_name());
   return out;
 }
 

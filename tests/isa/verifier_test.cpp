@@ -69,6 +69,27 @@ mxu.pop dst=yv
   EXPECT_NE(r.format_summary().find("ok: 6 instructions"), std::string::npos) << r.format_summary();
 }
 
+// The live footprint per instruction (the trace's VMEM counter): the same
+// live ranges as the capacity check, per instruction.
+TEST(Verifier, LiveFootprintFollowsTheLiveRanges) {
+  const std::string text = std::string(kHeader) + R"(dma.start dst=xv src=x sem=s
+dma.start dst=wv src=w sem=s
+sem.wait sem=s count=2
+mxu.load_weights src=wv
+mxu.matmul lhs=xv mode=overwrite
+mxu.pop dst=yv
+)";
+  auto prog = assemble(text, "t.tasm");
+  ASSERT_TRUE(prog.ok());
+  // xv (64 KiB) lives from its DMA to the matmul, wv (32 KiB) from its DMA
+  // to the load; the wait holds neither buffer but lies inside both ranges;
+  // yv (128 KiB) lives at the pop alone.
+  const std::vector<std::int64_t> want{65536, 98304, 98304, 98304, 65536, 131072};
+  EXPECT_EQ(live_footprint(*prog, test_chip(), MemSpace::kVmem), want);
+  // Outside loops an HBM buffer lives at its uses too: x at its DMA, w at its.
+  EXPECT_EQ(live_footprint(*prog, test_chip(), MemSpace::kHbm), (std::vector<std::int64_t>{65536, 32768, 0, 0, 0, 0}));
+}
+
 // A view shares its buffer's bytes: same dtype and element count, HBM only;
 // it adds nothing to the HBM footprint, and DMAs through the view and the
 // buffer are ordered as if they overlapped.

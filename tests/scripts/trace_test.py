@@ -99,6 +99,37 @@ def main():
         check(abs(moved - report["hbm"]["bytes"]) <= 0.01 * report["hbm"]["bytes"],
               f"the HBM counter integrates to {moved:.6g} bytes, the report says {report['hbm']['bytes']:.6g}")
 
+        # Op slices name their limiter; where the report finds an op clearly
+        # limited (its limiter's use >= 70%), most of its slices' time says the same.
+        names = {"MXU", "MXU weights", "VPU ALU", "VPU ld/st", "EUP", "XLU", "HBM", "VMEM", "ICI", "host link", "waiting"}
+        op_slices = [e for e in evs if e.get("ph") == "X" and (e["pid"], e["tid"]) in op_track]
+        check(all(e.get("args", {}).get("limiter") in names for e in op_slices),
+              f"every op slice names a limiter: {sorted({str(e.get('args', {}).get('limiter')) for e in op_slices})}")
+        agreed = 0
+        for op in report["ops"]:
+            if op["occurrences"] != 1 or op["time_s"] < 0.01 * step or op["limiter_utilization"] < 0.7:
+                continue
+            by = {}
+            for e in op_slices:
+                if e["name"] == op["name"]:
+                    by[e["args"]["limiter"]] = by.get(e["args"]["limiter"], 0.0) + e["dur"]
+            most = max(by, key=by.get) if by else None
+            check(most == op["limiter"], f"op {op['name']}: slices say {by}, the report {op['limiter']}")
+            agreed += 1
+        check(agreed >= 5, f"{agreed} clearly limited ops compared")
+
+        # The VMEM counter: the live buffers' footprint at the retirement
+        # frontier; its peak is the verifier's peak VMEM of the program, it
+        # never passes v5e's 128 MiB, and it ends at 0.
+        lowered = json.loads(run([args.tpusim, "lower", os.path.join(src, "workloads/hlo/transformer_layer_fwd.after_optimizations.hlo"),
+                                  "--chip", "v5e", "--format", "json", "-o", os.path.join(tmp, "layer.tasm")]))
+        peak = lowered["verify"]["peak_vmem_bytes"]
+        vmem = sorted((e["ts"], e["args"]["value"]) for e in evs if e.get("ph") == "C" and e["name"] == "VMEM live MiB")
+        check(len(vmem) > 10, f"a VMEM counter track ({len(vmem)} points)")
+        check(abs(max(v for _, v in vmem) * 2 ** 20 - peak) <= 1e-6 * peak,
+              f"the VMEM counter peaks at {max(v for _, v in vmem):.6g} MiB, the verifier's peak is {peak / 2 ** 20:.6g} MiB")
+        check(max(v for _, v in vmem) <= 128 and vmem[-1][1] == 0, "the VMEM counter stays within 128 MiB and ends at 0")
+
         # Many chips: the chosen chips, each core a process with an op track.
         trace8 = os.path.join(tmp, "tp8.json")
         run([args.tpusim, "run", os.path.join(src, "workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo"), "--chip", "v5p",

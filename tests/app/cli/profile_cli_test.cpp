@@ -60,7 +60,9 @@ TEST(CliProfile, CategoriesSumToTheStepAndMatchTheOps) {
   EXPECT_EQ(j["by_category"].size(), 2u);
   // Every op row names its source line: d0 is line 6 of the module.
   for (const auto& op : j["ops"]) {
-    if (op["name"] == "d0") EXPECT_EQ(op["line"], 6);
+    if (op["name"] == "d0") {
+      EXPECT_EQ(op["line"], 6);
+    }
   }
 }
 
