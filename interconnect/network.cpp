@@ -46,6 +46,7 @@ Network::Network(const Topology& topology, const NetworkParams& params)
 TransferId Network::add_transfer(DeviceId src, DeviceId dst, double bytes, std::uint32_t tie_minus,
                                  double start_delay_s) {
   Transfer t;
+  t.tag = tag_;
   t.bytes = std::max(bytes, 0.0);
   t.start_delay = start_delay_s;
   t.route_offset = static_cast<std::uint32_t>(routes_.size());
@@ -60,6 +61,34 @@ TransferId Network::add_transfer(DeviceId src, DeviceId dst, double bytes, std::
   }
   transfers_.push_back(t);
   return static_cast<TransferId>(transfers_.size() - 1);
+}
+
+void Network::watch(const std::vector<LinkId>& links) {
+  watch_index_.assign(topo_.num_links(), -1);
+  busy_.clear();
+  for (const LinkId l : links) {
+    if (l >= watch_index_.size() || watch_index_[l] >= 0) continue;
+    watch_index_[l] = static_cast<std::int32_t>(busy_.size());
+    busy_.emplace_back();
+  }
+}
+
+void Network::record_busy(LinkId link, double start, double end, std::uint32_t tag) {
+  const std::int32_t w = watch_index_[link];
+  if (w < 0) return;
+  auto& v = busy_[static_cast<std::size_t>(w)];
+  // A link's packets start in time order (it is free again only after the last).
+  if (!v.empty() && v.back().tag == tag && start <= v.back().end * (1 + 1e-12)) {
+    v.back().end = std::max(v.back().end, end);
+  } else {
+    v.push_back(BusyInterval{start, end, tag});
+  }
+}
+
+const std::vector<Network::BusyInterval>& Network::busy_intervals(LinkId l) const {
+  static const std::vector<BusyInterval> kNone;
+  if (l >= watch_index_.size() || watch_index_[l] < 0) return kNone;
+  return busy_[static_cast<std::size_t>(watch_index_[l])];
 }
 
 TransferId Network::add_join(double delay_s) {
@@ -135,6 +164,7 @@ NetworkRunStats Network::run() {
     const double serialization = t.packet_bytes / link_bw_[link];
     link_free_[link] = begin + serialization;
     link_busy_[link] += serialization;
+    if (!busy_.empty()) record_busy(link, begin, begin + serialization, t.tag);
     if (ev.hop == 0 && ev.packet + 1 < t.packets) {
       push(begin + serialization, ev.transfer, ev.packet + 1, 0);  // the next packet leaves the source
     }

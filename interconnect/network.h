@@ -66,8 +66,23 @@ class Network {
   // `after` starts only once `before` has been delivered completely.
   void add_dependency(TransferId before, TransferId after);
 
+  // Records the busy intervals of `links` during run() (for a trace's link
+  // tracks); call before run().
+  void watch(const std::vector<LinkId>& links);
+  // Transfers added from now on carry `tag` (0 at first) into the intervals.
+  void set_tag(std::uint32_t tag) { tag_ = tag; }
+
   // Runs all transfers to completion (time starts at 0). Call once.
   NetworkRunStats run();
+
+  // A watched link's busy time: packets back to back of one tag form one interval.
+  struct BusyInterval {
+    double start = 0;
+    double end = 0;
+    std::uint32_t tag = 0;
+  };
+  // In time order; empty for a link not watched or never used.
+  [[nodiscard]] const std::vector<BusyInterval>& busy_intervals(LinkId l) const;
 
   [[nodiscard]] double finish_time(TransferId t) const { return transfers_[t].finish; }
   [[nodiscard]] double link_busy_seconds(LinkId l) const { return link_busy_[l]; }
@@ -88,6 +103,7 @@ class Network {
     std::uint32_t pending = 0;  // unfinished dependencies
     std::uint32_t route_offset = 0;
     std::uint32_t route_length = 0;
+    std::uint32_t tag = 0;
   };
   struct Event {
     double time;
@@ -121,6 +137,10 @@ class Network {
   std::uint64_t seq_ = 0;
   double makespan_ = 0;
   bool ran_ = false;
+  std::uint32_t tag_ = 0;
+  std::vector<std::int32_t> watch_index_;                 // by link: index into busy_, or -1
+  std::vector<std::vector<BusyInterval>> busy_;           // per watched link
+  void record_busy(LinkId link, double start, double end, std::uint32_t tag);
 };
 
 }  // namespace tpusim::interconnect

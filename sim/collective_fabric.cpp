@@ -104,6 +104,7 @@ Result<std::uint64_t> CollectiveFabric::admit(
     in_flight = in_flight || j.start + j.seconds > now + kEps;
   }
   if (!in_flight) {
+    flush_period();  // its links' intervals are final
     const std::vector<std::uint64_t> old = std::move(period_);
     period_.clear();
     for (std::uint64_t id : old) {
@@ -135,6 +136,16 @@ Result<std::uint64_t> CollectiveFabric::admit(
   for (std::size_t i : order) set.push_back(ConcurrentCollective{jobs_.at(period_[i]).request, jobs_.at(period_[i]).start});
   auto sorted_times = timer_.time_together(set);
   if (!sorted_times.ok()) return sorted_times.errors();
+  if (tracing_links_) {
+    // The latest run of the period holds its whole history so far.
+    period_busy_ = timer_.last_joint_link_busy();
+    period_origin_ = set.front().start_s;
+    period_names_.clear();
+    for (const ConcurrentCollective& c : set) {
+      period_origin_ = std::min(period_origin_, c.start_s);
+      period_names_.push_back(interconnect::collective_name(c.request.kind));
+    }
+  }
   std::vector<double> times(period_.size());
   for (std::size_t k = 0; k < order.size(); ++k) times[order[k]] = (*sorted_times)[k];
   for (std::size_t i = 0; i < period_.size(); ++i) {
@@ -208,7 +219,10 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
   const double now = sc_core::sc_time_stamp().to_seconds();
   record(ordinal, *timing, kind, req.bytes);
   if (mode_ == SpmdMode::kSymmetric) {
-    if (!concurrent_) return Ticket{now + timing->seconds, {}, 0};
+    if (!concurrent_) {
+      if (tracing_links_) add_link_busy(timing->link_busy, now, {interconnect::collective_name(kind)});
+      return Ticket{now + timing->seconds, {}, 0};
+    }
     auto job = admit(req, now, {ordinal, {&program, pc}});
     if (!job.ok()) {
       std::vector<Diagnostic> ds;
@@ -257,6 +271,11 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
       jobs_.at(inst.job).refs += 1;
     } else {
       inst.completion = inst.last_issue + timing->seconds;
+      // The network run times every group at once: its links are traced
+      // once, from the first group complete.
+      if (tracing_links_ && traced_ordinals_.insert(ordinal).second) {
+        add_link_busy(timing->link_busy, inst.last_issue, {interconnect::collective_name(kind)});
+      }
     }
     inst.done->notify(sc_core::SC_ZERO_TIME);
   }
@@ -285,6 +304,54 @@ CollectiveFabric::Poll CollectiveFabric::poll(const Ticket& ticket) {
     }
   }
   return p;
+}
+
+void CollectiveFabric::trace_links(const std::vector<std::int64_t>& devices) {
+  tracing_links_ = !devices.empty();
+  timer_.watch(devices);
+}
+
+void CollectiveFabric::add_link_busy(const std::vector<LinkBusy>& busy, double origin,
+                                     const std::vector<std::string_view>& names) {
+  for (const LinkBusy& b : busy) {
+    auto& slices = link_slices_[b.link];
+    for (const auto& i : b.intervals) {
+      slices.push_back(LinkSlice{origin + i.start, origin + i.end, i.tag < names.size() ? names[i.tag] : "collective"});
+    }
+  }
+}
+
+void CollectiveFabric::flush_period() {
+  if (period_busy_.empty()) return;
+  add_link_busy(period_busy_, period_origin_, period_names_);
+  period_busy_.clear();
+}
+
+void CollectiveFabric::write_link_tracks(TraceWriter& trace, const std::function<double(double)>& reported) {
+  flush_period();
+  const auto* net = dynamic_cast<const NetworkCollectiveTimer*>(&timer_);
+  if (net == nullptr) return;
+  const interconnect::Topology& topo = net->topology();
+  for (auto& [link, slices] : link_slices_) {
+    const interconnect::LinkInfo& info = topo.link(link);
+    const std::string name = info.kind == interconnect::LinkKind::kIci
+                                 ? fmt::format("ICI {}{}", "xyz"[info.axis], info.direction == interconnect::Direction::kPlus ? '+' : '-')
+                             : info.kind == interconnect::LinkKind::kDcnEgress ? std::string("DCN out")
+                                                                               : std::string("DCN in");
+    const int track = trace.track(fmt::format("chip{}.links", info.from), name, "intervals");
+    // Collectives timed in separate network runs may overlap on a link
+    // (traffic of other groups routed through it): the later one is shown
+    // from where the earlier ends.
+    std::stable_sort(slices.begin(), slices.end(), [](const LinkSlice& a, const LinkSlice& b) { return a.start < b.start; });
+    double until = -1;
+    for (const LinkSlice& s : slices) {
+      const double start = std::max(s.start, until);
+      if (s.end <= start) continue;
+      trace.slice(track, s.name, reported(start), reported(s.end));
+      until = s.end;
+    }
+  }
+  link_slices_.clear();
 }
 
 CollectiveFabric::Counters CollectiveFabric::counters() const {

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <limits>
 #include <cstdint>
 #include <map>
@@ -37,6 +38,7 @@
 #include "isa/program.h"
 #include "sim/collective_timer.h"
 #include "sim/core/fabric_counters.h"
+#include "sim/trace.h"
 
 namespace tpusim {
 
@@ -106,6 +108,15 @@ class CollectiveFabric {
   // Largest number of data-parallel copies the replica groups were tiled over.
   [[nodiscard]] std::int64_t tiled_copies() const { return tiled_; }
 
+  // Link tracks for a trace: from now on the busy intervals of `devices`'
+  // links (each ICI link direction, the DCN ports) are kept, one slice per
+  // interval named by its collective.
+  void trace_links(const std::vector<std::int64_t>& devices);
+  // Writes them to `trace` (a process "chipN.links" per device, a track per
+  // link direction: "ICI x+", …, "DCN out", "DCN in"), times passed through
+  // `reported` (the cores' timeline with extrapolated loops); call once, at the end.
+  void write_link_tracks(TraceWriter& trace, const std::function<double(double)>& reported);
+
  private:
   struct Groups {
     std::shared_ptr<const interconnect::ReplicaGroups> groups;
@@ -146,6 +157,22 @@ class CollectiveFabric {
   // The job's completion, `base` + its (possibly growing) time: ready once reached.
   Poll poll_job(std::uint64_t id, double base) const;
   void release(std::uint64_t id);
+
+  // A watched link's busy intervals (absolute seconds), named by collective.
+  struct LinkSlice {
+    double start = 0, end = 0;
+    std::string_view name;
+  };
+  bool tracing_links_ = false;
+  std::map<interconnect::LinkId, std::vector<LinkSlice>> link_slices_;
+  // Concurrent collectives: the busy period's latest joint run (origin, its
+  // collectives' names by tag), kept until the period ends.
+  std::vector<LinkBusy> period_busy_;
+  double period_origin_ = 0;
+  std::vector<std::string_view> period_names_;
+  std::set<std::uint64_t> traced_ordinals_;  // full mode: ordinals whose links were traced
+  void add_link_busy(const std::vector<LinkBusy>& busy, double origin, const std::vector<std::string_view>& names);
+  void flush_period();
 
   SpmdMode mode_;
   CollectiveTimer& timer_;

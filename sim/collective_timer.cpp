@@ -104,6 +104,7 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
   if (set.size() == 1) {
     auto t = time(set.front().request);
     if (!t.ok()) return t.errors();
+    last_joint_link_busy_ = t->link_busy;
     return std::vector<double>{t->seconds};
   }
   double origin = set.empty() ? 0.0 : set.front().start_s;
@@ -113,11 +114,14 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
   for (const ConcurrentCollective& c : set) key.emplace_back(key_of(c.request), c.start_s - origin);
   if (auto it = joint_cache_.find(key); it != joint_cache_.end()) {
     ++hits_;
-    return it->second;
+    last_joint_link_busy_ = it->second.link_busy;
+    return it->second.seconds;
   }
   interconnect::Network net(topology_, params_);
+  net.watch(watched_);
   std::vector<std::pair<interconnect::TransferId, interconnect::TransferId>> ranges;  // [first, end) per collective
   for (const ConcurrentCollective& c : set) {
+    net.set_tag(static_cast<std::uint32_t>(ranges.size()));
     const auto first = static_cast<interconnect::TransferId>(net.num_transfers());
     Result<std::string> desc = schedule(net, c.request);
     if (!desc.ok()) return desc.errors();
@@ -139,7 +143,42 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
     }
     out.push_back(finish - (set[i].start_s - origin));
   }
-  joint_cache_.emplace(std::move(key), out);
+  last_joint_link_busy_ = link_busy(net);
+  joint_cache_.emplace(std::move(key), JointRun{out, last_joint_link_busy_});
+  return out;
+}
+
+const std::vector<LinkBusy>& CollectiveTimer::last_joint_link_busy() const {
+  static const std::vector<LinkBusy> kNone;
+  return kNone;
+}
+
+void NetworkCollectiveTimer::watch(const std::vector<std::int64_t>& devices) {
+  watched_.clear();
+  for (const std::int64_t d : devices) {
+    if (d < 0 || d >= num_devices()) continue;
+    for (int axis = 0; axis < topology_.rank(); ++axis) {
+      for (const auto dir : {interconnect::Direction::kPlus, interconnect::Direction::kMinus}) {
+        const interconnect::LinkId l = topology_.ici_link(d, axis, dir);
+        if (topology_.link(l).to >= 0) watched_.push_back(l);  // (no link at the end of an unwrapped axis)
+      }
+    }
+    if (topology_.slices() > 1) {
+      watched_.push_back(topology_.dcn_egress(d));
+      watched_.push_back(topology_.dcn_ingress(d));
+    }
+  }
+  // Timings cached before had no intervals recorded.
+  cache_.clear();
+  joint_cache_.clear();
+}
+
+std::vector<LinkBusy> NetworkCollectiveTimer::link_busy(const interconnect::Network& net) const {
+  std::vector<LinkBusy> out;
+  for (const interconnect::LinkId l : watched_) {
+    const auto& v = net.busy_intervals(l);
+    if (!v.empty()) out.push_back(LinkBusy{l, v});
+  }
   return out;
 }
 
@@ -152,6 +191,7 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
     return it->second;
   }
   interconnect::Network net(topology_, params_);
+  net.watch(watched_);
   Result<std::string> desc = schedule(net, r);
   if (!desc.ok()) return desc.errors();
   const interconnect::NetworkRunStats stats = net.run();
@@ -174,6 +214,7 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
       t.dcn_ports += 1;
     }
   }
+  t.link_busy = link_busy(net);
   cache_.emplace(std::move(key), t);
   return t;
 }

@@ -41,6 +41,14 @@ struct CollectiveRequest {
   isa::DType dtype = isa::DType::kBf16;  // of the reduced data
 };
 
+// The busy intervals of one watched link direction in a network run, in
+// seconds from the run's start; an interval's tag is the index of its
+// collective in the run (0 for a collective timed alone).
+struct LinkBusy {
+  interconnect::LinkId link = 0;
+  std::vector<interconnect::Network::BusyInterval> intervals;
+};
+
 struct CollectiveTiming {
   double seconds = 0;
   std::string algorithm;        // what ran ("per-axis-ring(x:ring)", "placeholder", …)
@@ -55,6 +63,7 @@ struct CollectiveTiming {
   std::array<std::int64_t, interconnect::kMaxAxes> axis_links{};
   double dcn_busy_s = 0;
   std::int64_t dcn_ports = 0;
+  std::vector<LinkBusy> link_busy;  // the watched links (CollectiveTimer::watch) that carried data
 };
 
 // One of several collectives that run on the network at the same time
@@ -74,6 +83,11 @@ class CollectiveTimer {
   // times each alone (no network to share).
   virtual Result<std::vector<double>> time_together(const std::vector<ConcurrentCollective>& set);
   [[nodiscard]] virtual std::int64_t num_devices() const = 0;
+  // From now on, timings record the busy intervals of these devices' links
+  // (ICI directions and DCN ports), for a trace. This base version has no links.
+  virtual void watch(const std::vector<std::int64_t>& devices) { (void)devices; }
+  // The watched links' intervals in the last time_together() (tags index its set).
+  [[nodiscard]] virtual const std::vector<LinkBusy>& last_joint_link_busy() const;
 };
 
 
@@ -103,6 +117,8 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   // Cached per distinct set (requests and start offsets).
   Result<std::vector<double>> time_together(const std::vector<ConcurrentCollective>& set) override;
   [[nodiscard]] std::int64_t num_devices() const override { return topology_.num_devices(); }
+  void watch(const std::vector<std::int64_t>& devices) override;
+  [[nodiscard]] const std::vector<LinkBusy>& last_joint_link_busy() const override { return last_joint_link_busy_; }
   [[nodiscard]] const interconnect::Topology& topology() const { return topology_; }
   // Network runs of single collectives (joint runs: joint_runs()).
   [[nodiscard]] std::uint64_t network_runs() const { return runs_; }
@@ -118,8 +134,16 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   interconnect::Topology topology_;
   interconnect::NetworkParams params_;
   interconnect::CollectiveAlgorithm algorithm_;
+  // The watched links' intervals of a run that has finished.
+  std::vector<LinkBusy> link_busy(const interconnect::Network& net) const;
   std::map<Key, CollectiveTiming> cache_;
-  std::map<std::vector<std::pair<Key, double>>, std::vector<double>> joint_cache_;
+  struct JointRun {
+    std::vector<double> seconds;
+    std::vector<LinkBusy> link_busy;
+  };
+  std::map<std::vector<std::pair<Key, double>>, JointRun> joint_cache_;
+  std::vector<interconnect::LinkId> watched_;
+  std::vector<LinkBusy> last_joint_link_busy_;
   std::uint64_t runs_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t joint_runs_ = 0;

@@ -288,19 +288,28 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
                                          fmt::join(absent, ","), spmd_mode_name(mode)));
     }
   }
+  const auto traced = [&](std::int64_t d) {
+    const auto& shown = options.sim.trace_chips;
+    return shown.empty() || std::find(shown.begin(), shown.end(), d) != shown.end();
+  };
   LoopCoordinator loop_coordinator;  // every chip skips the same loop iterations
   std::vector<std::unique_ptr<Chip>> chips;
   chips.reserve(static_cast<std::size_t>(simulated));
   for (std::int64_t d = 0; d < simulated; ++d) {
     const auto& chip_programs = programs[programs.size() == 1 ? 0 : static_cast<std::size_t>(d)];
-    const auto& shown = options.sim.trace_chips;
-    const bool traced = shown.empty() || std::find(shown.begin(), shown.end(), d) != shown.end();
     chips.push_back(std::make_unique<Chip>(fmt::format("chip{}", d).c_str(), core_chip, *hbm_model, chip_programs,
-                                           result.stats, traced ? trace.get() : nullptr,
+                                           result.stats, traced(d) ? trace.get() : nullptr,
                                            network ? SpmdBinding{fabric.get(), d} : SpmdBinding{},
                                            network || ncores > 1 ? &loop_coordinator : nullptr));
   }
   setup_notes(chip, programs, out, network, result);
+  if (trace && fabric) {
+    std::vector<std::int64_t> linked;  // the traced chips' links
+    for (std::int64_t d = 0; d < simulated; ++d) {
+      if (traced(d)) linked.push_back(d);
+    }
+    fabric->trace_links(linked);
+  }
 
   sc_core::sc_start();  // runs until no events remain: completion or deadlock
 
@@ -326,7 +335,14 @@ Result<SpmdResult> run_system(const ChipConfig& chip, std::vector<std::vector<is
     out.network_runs = timer->network_runs();
     axis_use(*timer, *fabric, result.seconds, out);
   }
-  if (trace) trace->finish();
+  if (trace) {
+    if (fabric) {
+      // Every chip skips the same loop iterations: chip 0's timeline maps them all.
+      const TensorCore& core0 = chips.front()->core(0);
+      fabric->write_link_tracks(*trace, [&core0](double t) { return core0.reported_seconds(t); });
+    }
+    trace->finish();
+  }
   return out;
 }
 

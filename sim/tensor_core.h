@@ -74,6 +74,9 @@ class TensorCore : public sc_core::sc_module {
   [[nodiscard]] const std::vector<SectionReuse>& reused_sections() const { return reused_; }
   // The loops this core extrapolated, in order of first extrapolation.
   [[nodiscard]] const std::vector<LoopExtrapolation>& extrapolated_loops() const { return loops_.rows(); }
+  // A time of this core's simulation as its reports and trace show it (with
+  // the iterations extrapolated loops skipped).
+  [[nodiscard]] double reported_seconds(double t_s) const { return loops_.skipped().reported(t_s); }
 
   [[nodiscard]] bool finished() const { return finished_; }
   // Includes the time of extrapolated loop iterations.

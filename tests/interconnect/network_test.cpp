@@ -32,6 +32,32 @@ TEST(NetworkTest, OneHopCostsBytesOverBandwidthPlusLatency) {
   EXPECT_EQ(stats.packets, 64u);  // 1 MiB / 4 KiB = 256, capped at 64
 }
 
+TEST(NetworkTest, WatchedLinksRecordBusyIntervalsByTag) {
+  // 0 -> 1, 1 MiB with tag 0, then (after it) 512 KiB with tag 1 after a
+  // 10 us pause: link 0->1 is busy [0, 1 MiB / W) for the first (its 64
+  // packets back to back make one interval), then from 1 MiB / W + 1 us
+  // (delivery) + 10 us for 512 KiB / W with the second tag.
+  const Topology t = line(2);
+  Network net(t, params());
+  const LinkId l = t.ici_link(0, 0, Direction::kPlus);
+  net.watch({l});
+  const TransferId a = net.add_transfer(0, 1, 1 << 20);
+  net.set_tag(1);
+  const TransferId b = net.add_transfer(0, 1, 1 << 19, 0, 10e-6);
+  net.add_dependency(a, b);
+  net.run();
+  const auto& v = net.busy_intervals(l);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_DOUBLE_EQ(v[0].start, 0.0);
+  EXPECT_NEAR(v[0].end, (1 << 20) / kW, 1e-15);
+  EXPECT_EQ(v[0].tag, 0u);
+  EXPECT_NEAR(v[1].start, (1 << 20) / kW + kH + 10e-6, 1e-15);
+  EXPECT_NEAR(v[1].end - v[1].start, (1 << 19) / kW, 1e-15);
+  EXPECT_EQ(v[1].tag, 1u);
+  // The way back was not watched.
+  EXPECT_TRUE(net.busy_intervals(t.ici_link(1, 0, Direction::kMinus)).empty());
+}
+
 TEST(NetworkTest, MultiHopMessagesPipelineByPacket) {
   // 7 hops, 64 packets, cut-through: bytes/w + 7h, not 7·bytes/w.
   const Topology t = line(8);

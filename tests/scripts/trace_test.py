@@ -137,10 +137,41 @@ def main():
         p = subprocess.run([sys.executable, checker, trace8], capture_output=True, text=True)
         check(p.returncode == 0, f"multi-chip trace is valid: {p.stdout.strip()}")
         procs, threads = tracks(events(trace8))
-        want = sorted(f"chip{c}.core{k}" for c in (0, 5, 6, 7) for k in (0, 1))
-        check(sorted(procs.values()) == want, f"processes of chips 0,5-7 (two cores each): {sorted(procs.values())}")
+        want = sorted(f"chip{c}.core{k}" for c in (0, 5, 6, 7) for k in (0, 1)) + [f"chip{c}.links" for c in (0, 5, 6, 7)]
+        check(sorted(procs.values()) == sorted(want), f"processes of chips 0,5-7 (two cores each, links): {sorted(procs.values())}")
         for pid, name in procs.items():
-            check(any(v == "HLO ops" for (p_, _), v in threads.items() if p_ == pid), f"{name} has an HLO ops track")
+            if name.endswith(".core0") or name.endswith(".core1"):
+                check(any(v == "HLO ops" for (p_, _), v in threads.items() if p_ == pid), f"{name} has an HLO ops track")
+        # 2x4 v5p (no wraparound below a full cube): chip 5 at x=1, y=2 has links x-, y+ and y-.
+        chip5 = [pid for pid, name in procs.items() if name == "chip5.links"]
+        check(sorted(v for (p_, _), v in threads.items() if p_ in chip5) == ["ICI x-", "ICI y+", "ICI y-"],
+              f"chip 5's link tracks: {sorted(v for (p_, _), v in threads.items() if p_ in chip5)}")
+
+        # Link tracks over two slices, every chip traced: per axis, the link
+        # slices add up to the report's link busy time (the network's per-link
+        # sums), DCN egress plus ingress to its dcn row; slices name their collective.
+        trace_dcn = os.path.join(tmp, "dcn.json")
+        rep = json.loads(run([args.tpusim, "run", os.path.join(src, "workloads/hlo/sharded/transformer_layer_fwd.tp8.hlo"),
+                              "--chip", "v5p", "--system", "2x2", "--set", "system.slices=2", "--trace", trace_dcn,
+                              "--format", "json", "-q"]))
+        p = subprocess.run([sys.executable, checker, trace_dcn], capture_output=True, text=True)
+        check(p.returncode == 0, f"multislice trace is valid: {p.stdout.strip()}")
+        evs = events(trace_dcn)
+        procs, threads = tracks(evs)
+        busy = {}
+        link_names = set()
+        for e in evs:
+            if e.get("ph") == "X" and procs[e["pid"]].endswith(".links"):
+                track = threads[(e["pid"], e["tid"])]
+                axis = "dcn" if track.startswith("DCN") else track[4]
+                busy[axis] = busy.get(axis, 0.0) + e["dur"] * 1e-6
+                link_names.add(e["name"])
+        want_busy = {a["axis"]: a["busy_s"] for a in rep["ici_axes"]}
+        check(set(busy) == set(want_busy), f"link tracks on axes {sorted(busy)}, the report's {sorted(want_busy)}")
+        for axis, b in want_busy.items():
+            check(abs(busy.get(axis, 0.0) - b) <= 1e-6 * b, f"axis {axis}: link slices {busy.get(axis, 0.0):.9g} s, report {b:.9g} s")
+        collective_names = {c["op"] for c in rep["collectives"]}
+        check(link_names and link_names <= collective_names, f"link slices name collectives: {link_names} of {collective_names}")
 
         # Over the event budget, each run of one op's slices becomes one slice:
         # fewer events, the same instructions (args count them), a note says so.
@@ -187,7 +218,7 @@ def main():
         check(p.returncode == 0 and "trace: chips 5,6 are not simulated in symmetric mode" in p.stdout,
               f"the symmetric-mode note: {p.stdout[-300:]}")
         procs, _ = tracks(events(sym))
-        check(sorted(procs.values()) == ["chip0.core0", "chip0.core1"], f"only chip 0 traced: {sorted(procs.values())}")
+        check(sorted(procs.values()) == ["chip0.core0", "chip0.core1", "chip0.links"], f"only chip 0 traced: {sorted(procs.values())}")
 
         # The checker rejects what breaks the format.
         bad = os.path.join(tmp, "bad.json")
