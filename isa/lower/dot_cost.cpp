@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/units.h"
+#include "sim/timing/dma_timing.h"
 #include "sim/timing/mxu_timing.h"
 
 namespace tpusim::lower {
@@ -119,7 +120,23 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   c.lhs_hbm_s = lhs_b * hbm_seconds_per_byte(chip.hbm, lhs_tile) * fleet;
   c.rhs_hbm_s = rhs_b * hbm_seconds_per_byte(chip.hbm, rhs_tile) * fleet;
   c.out_hbm_s = out_b * hbm_seconds_per_byte(chip.hbm, out_tile) * fleet;
-  c.step_dma_s = (c.lhs_hbm_s + c.rhs_hbm_s + c.out_hbm_s) / c.steps + lat;
+  // A step's operand DMAs also hold their engines for their whole transfer
+  // (dma_hbm_vmem_timing: HBM, VMEM and the engine's outstanding requests,
+  // which cap one engine at dma.outstanding x dma.chunk per latency). Each
+  // operand has its own engine when there are two; a tile reloaded less
+  // often than every step costs its share of the steps.
+  const auto engine_s = [&](const StridedTile& tile, double bytes) {
+    const double loads = bytes / std::max(1.0, static_cast<double>(tile.rows * tile.row_bytes));
+    return loads * share / std::max(1.0, c.steps) *
+           static_cast<double>(dma_hbm_vmem_timing(chip.core.dma, chip.hbm, chip.core.vmem, clock, tile).done) / clock;
+  };
+  // The next tile into an lhs slot waits for the last matmul reading the
+  // slot to complete (its results drained: latency - issue after its rows).
+  const double drain_s = static_cast<double>(mt.latency - mt.issue) / clock;
+  const double lhs_engine_s = engine_s(lhs_tile, lhs_b) + drain_s, rhs_engine_s = engine_s(rhs_tile, rhs_b);
+  const double step_engine_s = chip.core.dma.engines >= 2 ? std::max(lhs_engine_s, rhs_engine_s)
+                                                          : lhs_engine_s + rhs_engine_s;
+  c.step_dma_s = std::max((c.lhs_hbm_s + c.rhs_hbm_s + c.out_hbm_s) / c.steps + lat, step_engine_s);
   c.first_s = (hbm_transfer(chip.hbm, lhs_tile).transfer_seconds + hbm_transfer(chip.hbm, rhs_tile).transfer_seconds) *
                   static_cast<double>(cores) +
               lat;
@@ -136,7 +153,16 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   c.instructions = c.steps * step_instructions;
   // Program size matters too (programs of at most a few million
   // instructions simulate in seconds): a mild penalty per instruction.
-  c.time_s = (c.steps * std::max({c.step_mxu_s, c.step_dma_s, c.step_issue_s}) + c.pops_s + c.first_s + c.last_s) *
+  // Per output block: its k steps, then its pops, which wait for the last
+  // matmul's results to drain and hold the MXU queue, so the next block's
+  // first weight load follows them. The DMAs of the next block's tiles go on
+  // meanwhile: the MXU's block time competes with the block's DMA time.
+  c.block_gap_s = static_cast<double>(mt.latency - mt.issue + (overlapped ? load : 0)) / clock;
+  const auto blocks = static_cast<double>(std::max<std::int64_t>(1, my_blocks));
+  const auto k_steps = static_cast<double>(nk);
+  const double block_s = std::max({k_steps * c.step_mxu_s + c.pops_s / blocks + c.block_gap_s,
+                                   k_steps * c.step_dma_s, k_steps * c.step_issue_s});
+  c.time_s = (blocks * block_s + c.first_s + c.last_s) *
              (1.0 + c.instructions / in.instruction_scale);
   return c;
 }

@@ -3,6 +3,7 @@
 #include "isa/lower/lower.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -756,7 +757,9 @@ namespace {
 // --gtest_also_run_disabled_tests --gtest_filter='*DotTiling*'
 TEST(LowerSim, DISABLED_DotTilingExperiment) {
   const char* chip_name = std::getenv("CHIP") ? std::getenv("CHIP") : "v5e";
-  const ChipConfig c = chip(chip_name);
+  ChipConfig c = chip(chip_name);
+  if (const char* r = std::getenv("MXU")) std::sscanf(r, "%ld %ld %ld", &c.core.mxu.rows, &c.core.mxu.cols, &c.core.mxu.count);
+  if (const char* h = std::getenv("HBM")) c.hbm.bandwidth = std::atof(h);
   const std::string m = std::getenv("M") ? std::getenv("M") : "4096";
   const std::string text = "HloModule big\nENTRY e {\n a = bf16[" + m +
                            ",4096] parameter(0)\n b = bf16[4096,4096] parameter(1)\n ROOT d = bf16[" + m +
@@ -767,10 +770,16 @@ TEST(LowerSim, DISABLED_DotTilingExperiment) {
   if (const char* t = std::getenv("TILE")) std::sscanf(t, "%ld %ld %ld", &o.dot_tile_m, &o.dot_tile_n, &o.dot_tile_k);
   auto l = lower_module(**mod, c, o);
   ASSERT_TRUE(l.ok());
-  auto r = simulate(c, l->program);
+  SimOptions so;
+  if (const char* t = std::getenv("TRACE")) so.trace_path = t;
+  so.trace_merge_gap_s = 0;
+  auto r = simulate(c, l->program, so);
   ASSERT_TRUE(r.ok());
   std::printf("%s ratio %.4f instructions %zu\n", l->report.tilings[0].c_str(), r->seconds / roofline_bound(**mod, c),
               l->program.code.size());
+  if (std::getenv("STATS")) {
+    std::printf("%s\n", r->stats.to_json().dump(1).c_str());
+  }
 }
 }  // namespace
 }  // namespace tpusim::lower
