@@ -33,7 +33,7 @@ std::string compile_and_simulate(const std::string& path, const ChipConfig& chip
     return json_text(failure(app::kFailure, blocked));
   }
   const auto& spmd = done->run.spmd;
-  json j = report_json(ReportInput{path, &chip, &result, &*done->compiled.roofline, spmd ? &*spmd : nullptr, {}});
+  json j = report_json(ReportInput{path, &done->device, &result, &*done->compiled.roofline, spmd ? &*spmd : nullptr, {}});
   j.erase("stats");
   j["approximations"] = done->compiled.reports.front().approximations;
   j["hlo_warnings"] = done->compiled.hlo_warnings;

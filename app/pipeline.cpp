@@ -54,16 +54,17 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   c.hbm_need_bytes = hlo::parameter_bytes(module);
   // Architects ask what a bigger HBM would do: a module that does not fit
   // still runs (its buffers are placed past the capacity), with a warning.
-  if (notes != nullptr && static_cast<double>(c.hbm_need_bytes) > chip.hbm.capacity) {
+  const double capacity = device_view(chip).hbm.capacity;
+  if (notes != nullptr && static_cast<double>(c.hbm_need_bytes) > capacity) {
     *notes << fmt::format("{}: warning: the module's parameters alone need {} of HBM per device, more than the {} "
                           "of {}; simulated as if HBM were that large\n",
                           path, format_si(static_cast<double>(c.hbm_need_bytes), "B"),
-                          format_si(chip.hbm.capacity, "B"), chip.name);
+                          format_si(capacity, "B"), chip.name);
   }
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
   lower::LowerOptions options;
   options.reuse_repeated_ops = chip.simulation.reuse;
-  auto lowered = lower::lower_for_chip(module, lower_chip != nullptr ? *lower_chip : chip, options);
+  auto lowered = lower::lower_for_chip(module, device_view(lower_chip != nullptr ? *lower_chip : chip), options);
   if (!lowered.ok()) {
     error = {kFailure, format_all(lowered.errors())};
     return std::nullopt;
@@ -107,10 +108,11 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
   if (!compiled) return std::nullopt;
   PipelineRun out;
   out.compiled = std::move(*compiled);
+  out.device = device_view(chip);
   auto& programs = out.compiled.programs;
   // Run only legal programs: the verifier's findings would make the timing meaningless.
   // HBM capacity is not a limit for compiled modules (compile_hlo warned).
-  ChipConfig unbounded = chip;
+  ChipConfig unbounded = out.device;
   if (is_hlo_path(path)) unbounded.hbm.capacity = 0;
   double instructions = 0;  // per chip (every TensorCore's program)
   for (std::size_t c = 0; c < programs.size(); ++c) {
@@ -160,7 +162,7 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
       if (!row.op_name.empty()) spmd.sim.trace_op_names.emplace(row.name, row.op_name);
     }
   }
-  auto run = simulate_system(is_hlo_path(path) ? unbounded : chip, std::move(programs), options.multi_chip, spmd);
+  auto run = simulate_system(is_hlo_path(path) ? unbounded : out.device, std::move(programs), options.multi_chip, spmd);
   if (!run.ok()) {
     error = {kFailure, format_all(run.errors())};
     return std::nullopt;

@@ -78,6 +78,7 @@ struct PipelineOptions {
 struct PipelineRun {
   Compiled compiled;  // programs moved out into the simulation
   SystemRun run;
+  ChipConfig device;  // the chip as the simulated device saw it (device_view): what reports divide by
 };
 
 // compile_input, verify (a program with findings other than a deadlock is

@@ -275,8 +275,15 @@ DerivedFigures derive(const ChipConfig& c);
 // TensorCores of one device: all of a megacore chip's (or a one-core chip's),
 // else one (v7: each TensorCore is a device; a module runs on one).
 [[nodiscard]] std::int64_t tensorcores_per_device(const ChipConfig& c);
-// Figures of one device (what one module runs on): compute peaks of its
-// TensorCores; HBM and ICI as simulated, the chip's.
+// The chip as one device sees it (what one module is compiled for and runs
+// on). A device that is one TensorCore of a chip of several (TPU7x's
+// chiplets, v2, v3) owns its TensorCore's share of the HBM: bandwidth,
+// channels and capacity / tensorcores (Pallas' tpu_info lists HBM per
+// TensorCore; a chip's figures are the sum). A megacore or one-core chip's
+// device has all of it. Apply once, to a chip's config.
+[[nodiscard]] ChipConfig device_view(const ChipConfig& c);
+// Figures of one device: compute peaks of its TensorCores, HBM of
+// device_view; ICI the chip's.
 DerivedFigures derive_device(const ChipConfig& c);
 
 }  // namespace tpusim

@@ -577,8 +577,20 @@ DerivedFigures derive(const ChipConfig& c) {
 
 std::int64_t tensorcores_per_device(const ChipConfig& c) { return c.megacore ? c.tensorcores : 1; }
 
-DerivedFigures derive_device(const ChipConfig& c) {
+ChipConfig device_view(const ChipConfig& c) {
   ChipConfig device = c;
+  const std::int64_t own = tensorcores_per_device(c);
+  if (c.tensorcores > own && own > 0) {
+    const auto share = static_cast<double>(own) / static_cast<double>(c.tensorcores);
+    device.hbm.bandwidth = c.hbm.bandwidth * share;
+    device.hbm.capacity = c.hbm.capacity * share;
+    device.hbm.channels = std::max<std::int64_t>(1, c.hbm.channels * own / c.tensorcores);
+  }
+  return device;
+}
+
+DerivedFigures derive_device(const ChipConfig& c) {
+  ChipConfig device = device_view(c);
   device.tensorcores = tensorcores_per_device(c);
   return derive(device);
 }

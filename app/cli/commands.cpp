@@ -253,7 +253,7 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   const SimResult* result = &done->run.sim;
   const std::optional<SpmdResult>& spmd = done->run.spmd;
   const auto& roofline = done->compiled.roofline;
-  const ReportInput in{input, &cfg.chip, result, roofline ? &*roofline : nullptr, spmd ? &*spmd : nullptr,
+  const ReportInput in{input, &done->device, result, roofline ? &*roofline : nullptr, spmd ? &*spmd : nullptr,
                        profile};
   const nlohmann::json j = report_json(in);
   const bool grouped = j.contains("groups");

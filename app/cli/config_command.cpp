@@ -147,6 +147,8 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
   j["device"] = {{"tensorcores", tensorcores_per_device(c)},
                  {"peak_flops_per_s", derived_json(dev)["peak_flops_per_s"]},
                  {"vpu_flops_per_s", dev.vpu_flops_per_s},
+                 {"hbm_bytes_per_s", dev.hbm_bytes_per_s},
+                 {"hbm_capacity_bytes", device_view(c).hbm.capacity},
                  {"critical_intensity_flops_per_byte", dev.critical_intensity_flops_per_byte}};
   if (!write_output_file(opt, "config.json", json_text(j, 2) + "\n", err)) return kUsageError;
 
@@ -181,13 +183,15 @@ int config_show(const CommonOptions& opt, std::ostream& out, std::ostream& err) 
   for (const auto& axis : wraparound_notes(c.system)) out << fmt::format("  {:<34} {}\n", "wraparound", axis);
   if (tensorcores_per_device(c) != c.tensorcores) {
     // Each TensorCore is a device: a module runs on one, and its roofline uses these.
-    out << fmt::format("\nper device ({} of the chip's {} TensorCores; HBM and ICI are the chip's)\n",
+    out << fmt::format("\nper device ({} of the chip's {} TensorCores, with their share of the HBM; ICI is the chip's)\n",
                        tensorcores_per_device(c), c.tensorcores);
     out << fmt::format("  {:<34} {}\n", "peak bf16", peak_text(dev.peak_flops_bf16, "FLOP/s"));
     out << fmt::format("  {:<34} {}\n", "peak f32 (DEFAULT precision)", peak_text(dev.peak_flops_f32, "FLOP/s"));
     out << fmt::format("  {:<34} {}\n", "peak int8", peak_text(dev.peak_flops_int8, "OP/s"));
     out << fmt::format("  {:<34} {}\n", "peak fp8", peak_text(dev.peak_flops_fp8, "FLOP/s"));
     out << fmt::format("  {:<34} {}\n", "VPU", format_si(dev.vpu_flops_per_s, "FLOP/s"));
+    out << fmt::format("  {:<34} {}\n", "HBM", format_si(dev.hbm_bytes_per_s, "B/s"));
+    out << fmt::format("  {:<34} {}\n", "HBM capacity", format_si(device_view(c).hbm.capacity, "B"));
     out << fmt::format("  {:<34} {:.1f} FLOP/B\n", "critical intensity (bf16 / HBM)",
                        dev.critical_intensity_flops_per_byte);
   }

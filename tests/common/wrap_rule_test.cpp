@@ -68,15 +68,19 @@ TEST(DeviceFigures, SeparateTensorCoresAreOneDeviceEach) {
   ASSERT_EQ(v7->chip.tensorcores, 2);
   ASSERT_FALSE(v7->chip.megacore);
   EXPECT_EQ(tensorcores_per_device(v7->chip), 1);
-  // One TensorCore: half the chip's MXUs and VPUs; HBM as the chip's.
+  // One TensorCore: half the chip's MXUs and VPUs, and its chiplet's half
+  // of the HBM (Pallas' tpu_info: 3.70e12 B/s per TensorCore of TPU7x).
   EXPECT_DOUBLE_EQ(derive_device(v7->chip).peak_flops_bf16, derive(v7->chip).peak_flops_bf16 / 2);
   EXPECT_DOUBLE_EQ(derive_device(v7->chip).vpu_flops_per_s, derive(v7->chip).vpu_flops_per_s / 2);
-  EXPECT_DOUBLE_EQ(derive_device(v7->chip).hbm_bytes_per_s, derive(v7->chip).hbm_bytes_per_s);
+  EXPECT_DOUBLE_EQ(derive_device(v7->chip).hbm_bytes_per_s, 7380e9 / 2);
+  EXPECT_DOUBLE_EQ(device_view(v7->chip).hbm.capacity, v7->chip.hbm.capacity / 2);
+  EXPECT_EQ(device_view(v7->chip).hbm.channels, v7->chip.hbm.channels / 2);
   // A megacore chip is one device of both TensorCores.
   auto v5p = load_config("v5p");
   ASSERT_TRUE(v5p.ok());
   EXPECT_EQ(tensorcores_per_device(v5p->chip), 2);
   EXPECT_DOUBLE_EQ(derive_device(v5p->chip).peak_flops_bf16, derive(v5p->chip).peak_flops_bf16);
+  EXPECT_DOUBLE_EQ(device_view(v5p->chip).hbm.bandwidth, v5p->chip.hbm.bandwidth);
 }
 
 }  // namespace
