@@ -340,7 +340,7 @@ Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec
       return spec_error("all-to-all supports only the direct algorithm");
     }
     for (const auto& g : *groups) {
-      // collectives.md: every device sends a V/N² chunk to every other (V is
+      // The collective cost forms: every device sends a V/N² chunk to every other (V is
       // the global array; each device holds V/N before and after).
       const double n = static_cast<double>(g.size());
       const double chunk = spec.bytes / (n * n);

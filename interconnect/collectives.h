@@ -62,9 +62,9 @@ using ReductionCost = std::function<double(double bytes)>;
 
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::kAllGather;
-  // V of collectives.md: the full (gathered) array per device for AllGather;
+  // V of the collective cost forms: the full (gathered) array per device for AllGather;
   // the unreduced input for ReduceScatter/AllReduce; for AllToAll the whole
-  // array, N × the per-device buffer (collectives.md's formula and worked
+  // array, N × the per-device buffer (the cost forms' formula and worked
   // example send V/N² to each peer); the sent buffer for CollectivePermute.
   double bytes = 0;
   ReplicaGroups groups;  // empty = one group of every device

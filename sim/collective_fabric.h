@@ -48,7 +48,7 @@ std::string_view spmd_mode_name(SpmdMode m);
 // One row of the collective table: a distinct (op, bytes, group size, algorithm).
 struct CollectiveRow {
   std::string op;
-  double bytes = 0;  // V of collectives.md
+  double bytes = 0;  // V of the collective cost forms
   std::int64_t group_size = 0;
   std::string algorithm;
   std::string bound;

@@ -33,7 +33,7 @@ namespace tpusim {
 
 struct CollectiveRequest {
   interconnect::CollectiveKind kind = interconnect::CollectiveKind::kAllReduce;
-  // V of collectives.md (see collective_v_bytes).
+  // V of the collective cost forms (see collective_v_bytes).
   double bytes = 0;
   // Resolved groups (resolve_groups); for collective-permute, the
   // [source, target] pairs.
@@ -149,7 +149,7 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   std::uint64_t joint_runs_ = 0;
 };
 
-// V of collectives.md from the instruction's tiles: all-gather the gathered
+// V of the collective cost forms from the instruction's tiles: all-gather the gathered
 // dst; reduce-scatter and all-reduce the unreduced src; all-to-all
 // group_size × src (the whole array; each peer gets V/N²); permute the src.
 double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, double dst_bytes,

@@ -1,5 +1,5 @@
 // Every preset's derived peaks against the published per-chip figures in
-// ../shared/refs/tpu/specs.md (copied here; sources named per row).
+// the published chip specs (copied here; sources named per row).
 #include <gtest/gtest.h>
 
 #include "common/config_loader.h"

@@ -1,5 +1,5 @@
 // Wraparound follows each generation's rule (system.wrap_rule, data in the
-// presets; ../shared/refs/tpu/specs.md): v4/v5p wrap full-cube multiples,
+// presets and the Cloud TPU docs): v4/v5p wrap full-cube multiples,
 // v5e/v6e wrap axes of 16; system.wraparound overrides the rule.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Agreement of link-level simulated collectives with the closed forms of
-// ../shared/refs/collectives.md. Every expected value below is computed from
+// the collective cost forms. Every expected value below is computed from
 // the formula written next to it, not from the simulator.
 #include "interconnect/collectives.h"
 
@@ -15,7 +15,7 @@
 namespace tpusim::interconnect {
 namespace {
 
-constexpr double kW = 4.5e10;  // v5e one-way link bandwidth (collectives.md)
+constexpr double kW = 4.5e10;  // v5e one-way link bandwidth (the collective cost forms)
 constexpr double kH = 1e-6;    // per-hop latency (book's rule of thumb)
 constexpr double kV = 33554432;  // bf16[2048,8192]
 
@@ -48,7 +48,7 @@ double sim(const Topology& t, CollectiveKind k, double bytes, const NetworkParam
   return r.ok() ? r->seconds : -1;
 }
 
-// --- Closed forms (collectives.md), one axis of N chips -------------------
+// --- Closed forms (the collective cost forms), one axis of N chips -------------------
 // Ring with wraparound (bidirectional): (N-1)/N · V/(2w) + ⌈(N-1)/2⌉·h.
 // Line (no wraparound): (N-1)/N · V/w + (N-1)·h.
 double ag_axis(double n, bool wrap, double v, double h) {
@@ -73,7 +73,7 @@ void expect_close(double simulated, double expected, double tolerance) {
       << "simulated " << simulated * 1e6 << " us, formula " << expected * 1e6 << " us";
 }
 
-// --- The worked example of collectives.md (8-ring, v5e links, h = 0) -------
+// --- The cost forms' worked example (8-ring, v5e links, h = 0) -------
 TEST(CollectivesTest, WorkedExampleBandwidthTermsOnEightRing) {
   const Topology ring = topo({8}, true);
   const NetworkParams p = params(0.0);
@@ -327,7 +327,7 @@ TEST(CollectivesTest, IotaReplicaGroupsExpand) {
 // --- Hierarchical multislice collectives (docs/interconnect.md) ------------
 namespace hier {
 
-constexpr double kDcnBw = 6.25e9;  // v5p: 50 Gbps per chip (tpu/specs.md)
+constexpr double kDcnBw = 6.25e9;  // v5p: 50 Gbps per chip (Cloud TPU v5p docs)
 constexpr double kDcnLat = 10e-6;  // the presets' dcn.latency
 
 NetworkParams dcn_params() {

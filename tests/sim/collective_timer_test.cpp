@@ -1,7 +1,7 @@
 // The pure pieces of the SPMD model: collective timers (placeholder and
 // network), the VPU reduction cost, replica-group resolution, V from the
 // instruction's tiles, and the interval union behind "exposed
-// communication". Expected numbers come from collectives.md's closed forms
+// communication". Expected numbers come from the collective cost forms' closed forms
 // and the preset figures, derived in the comments.
 #include <array>
 #include <cmath>
@@ -41,7 +41,7 @@ NetworkCollectiveTimer timer_for(const ChipConfig& chip) {
 }
 
 TEST(CollectiveTimer, RingAllGatherMatchesCollectivesMdWorkedExample) {
-  // collectives.md worked example: 8 chips on a ring, v5e links w = 4.5e10
+  // the cost forms' worked example: 8 chips on a ring, v5e links w = 4.5e10
   // B/s, V = 33,554,432 B: AllGather 7/8 · V / (2w) = 326.2 us, plus
   // ceil(7/2) = 4 hops of 1 us.
   const LoadedConfig cfg = chip_with("v5e", {"system.topology=[8]", "system.wraparound=[true]"});
@@ -135,7 +135,7 @@ TEST(CollectiveTimer, VpuReductionCostFollowsVpuRates) {
 }
 
 TEST(CollectiveTimer, VBytesFromInstructionTiles) {
-  // collectives.md: V is the gathered result (AG), the unreduced input
+  // The collective cost forms: V is the gathered result (AG), the unreduced input
   // (RS, AR), the whole array N × per-device buffer (A2A).
   EXPECT_EQ(collective_v_bytes(CollectiveKind::kAllGather, 100, 800, 8), 800);
   EXPECT_EQ(collective_v_bytes(CollectiveKind::kReduceScatter, 800, 100, 8), 800);

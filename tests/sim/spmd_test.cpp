@@ -2,7 +2,7 @@
 // chip, collectives synchronized per replica group) and symmetric mode (chip 0
 // plus the network). Every simulation runs in a forked child (SystemC
 // elaborates once per process), so one test may compare both modes.
-// Expected times come from collectives.md's closed forms and the presets'
+// Expected times come from the collective cost forms' closed forms and the presets'
 // link, HBM and clock figures, derived in the comments.
 #include <cmath>
 #include <fmt/format.h>

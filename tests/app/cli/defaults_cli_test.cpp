@@ -17,7 +17,7 @@ using testing::write_temp;
 
 // AllGather of V = bf16[1024,1024] = 2 MiB over groups of 4 chips (one x line
 // of a v4 4x4x4 slice each), v4 links w = 4.5e10 B/s one way, 1 us per hop
-// (../shared/refs/collectives.md): with wraparound (bidirectional ring)
+// (the collective cost forms): with wraparound (bidirectional ring)
 // 3/4·V/(2w) + ⌈3/2⌉ hops = 17.48 + 2 = 19.48 us; as a line 3/4·V/w + 3 hops
 // = 34.95 + 3 = 37.95 us.
 constexpr double kV = 2.0 * 1024 * 1024;

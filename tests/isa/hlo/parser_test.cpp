@@ -1,4 +1,4 @@
-// One test per grammar form of the HLO text (see the corpus GRAMMAR_NOTES.md).
+// One test per grammar form of the HLO text (the grammar catalogue of the HLO corpus).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// MXU timing against SCALE-Sim v2.0.2 (../shared/refs/scalesim, README there)
+// MXU timing against SCALE-Sim v2.0.2 (runs of scale-sim-v2 at commit 22f88b1)
 // and against hand-derived formulas.
 #include "sim/timing/mxu_timing.h"
 
@@ -21,8 +21,8 @@ struct RefRow {
   std::int64_t ref_cycles;
 };
 
-// Copied from ../shared/refs/scalesim/systolic_shared.csv so the test runs
-// without shared/ (the file test below re-reads it when present).
+// Copied from the shared SCALE-Sim reference table so the test runs without
+// it (the file test below re-reads it when present).
 const std::vector<RefRow> kInlineRows = {
     {"fit_8x8", 16, 8, 8, 8, 8, "ws", 37},
     {"mid_8x8", 64, 24, 40, 8, 8, "ws", 1289},
