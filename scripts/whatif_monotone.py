@@ -39,14 +39,14 @@ RAISES = [
 # silently: each is printed with its reason.
 KNOWN = {
     ("resnet50_bottleneck.hlo", "clock"):
-        "+0.67%: all in the HBM-bound 1x1 convolution GEMM convolution_maximum_fusion.2 (K=64: one k step per "
-        "block, a 2 MiB write-back per block). The HBM device serves requests first come, first served: issued "
-        "sooner, a block's write-back lands ahead of the next block's loads, which the MXU waits for. Shown by "
-        "taking writes off the shared queue: the step then falls 331.8 -> 313.8 us. Needs read priority in the "
-        "HBM controller (a queueing controller model behind hbm.model)",
+        "+0.67% (382.5 -> 385.1 us): all in the HBM-bound 1x1 convolution GEMM convolution_maximum_fusion.2 "
+        "(142.7 -> 146.9 us against a 141.2 us bound; K=64: one k step per block, a 2 MiB write-back per block). "
+        "Issued sooner, the blocks' write-backs and the next blocks' loads meet on the HBM in another order. Read "
+        "priority alone is no fix: posting writes to a buffer drained in the device's idle time (an experiment) "
+        "leaves it at 128 KiB, removes it at 512 KiB and 2 MiB (379.1 -> 377.6 us), and brings it back at 8 MiB "
+        "(370.6 -> 373.6 us). Open: where the HBM idles in the raised run",
     ("resnet50_bottleneck.hlo", "core.vpu.vreg_stores_per_cycle"):
-        "+0.83%: the same convolution and cause (its epilogue done sooner; 331.8 -> 312.7 us without "
-        "write-read contention)",
+        "+0.83% (382.5 -> 385.7 us): the same convolution (142.7 -> 146.5 us) and the same open question",
 }
 
 
