@@ -37,20 +37,7 @@ RAISES = [
 
 # (workload, key): why it is slower. Open modelling work, not tolerated
 # silently: each is printed with its reason.
-KNOWN = {
-    ("resnet50_bottleneck.hlo", "clock"):
-        "+0.67% (382.5 -> 385.1 us): all in the HBM-bound 1x1 convolution GEMM convolution_maximum_fusion.2 "
-        "(142.7 -> 146.9 us against a 141.2 us bound; K=64: one k step per block, a 2 MiB write-back per block). "
-        "Issued sooner, the blocks' write-backs and the next blocks' loads meet on the HBM in another order. Read "
-        "priority alone is no fix: posting writes to a buffer drained in the device's idle time (an experiment) "
-        "leaves it at 128 KiB, removes it at 512 KiB and 2 MiB (379.1 -> 377.6 us), and brings it back at 8 MiB "
-        "(370.6 -> 373.6 us). Where the time goes (traces of both runs): the HBM is busy throughout both, but in "
-        "the raised run the last block's epilogue waits for the write-back of the block two before it (the "
-        "output has two VMEM slots), so the epilogue (1.26 us) and the last write-back run with nothing "
-        "overlapping them. A third output slot when VMEM allows (compiler pipeline depth) would decouple them",
-    ("resnet50_bottleneck.hlo", "core.vpu.vreg_stores_per_cycle"):
-        "+0.83% (382.5 -> 385.7 us): the same convolution (142.7 -> 146.5 us) and the same open question",
-}
+KNOWN = {}
 
 
 def base_values(tpusim, chip):

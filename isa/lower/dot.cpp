@@ -624,12 +624,12 @@ class DotLowering {
   void begin_block(Emit& e, const StepIdx& s, std::int64_t me, std::int64_t ne) {
     e.out_slot = e.out_next;
     e.out_next ^= 1;
-    // Pieces of the block that used this slot must be issued before it is reused.
+    // Pieces of the block that used this slot must be issued before it is
+    // reused; their completion is waited for only where this block first
+    // writes the slot (finish_block), so its matmuls do not wait for them.
     while (std::any_of(e.writes.begin(), e.writes.end(), [&](const Write& w) { return w.slot == e.out_slot; })) {
       flush_writes(e, 1);
     }
-    c_.wait(e.out_sem[e.out_slot], e.out_pending[static_cast<std::size_t>(e.out_slot)]);
-    e.out_pending[static_cast<std::size_t>(e.out_slot)] = 0;
     e.out_buf = slot_buffer(e.out_bufs, "acc", d_.out.dtype, me, ne, e.out_slot);
     e.epi_tiles.clear();
     const std::int64_t m0 = d_.m_origin + s.mb * t_.tm, n0 = d_.n_origin + s.nb * t_.tn;
@@ -677,13 +677,23 @@ class DotLowering {
     // ALU (the pops then write an f32 tile, converted once at the end).
     const isa::DType ed = epilogue_dtype();
     const std::uint32_t acc = ed == d_.out.dtype ? e.out_buf : scratch("acc.f32", ed, me, ne);
+    // The slot's previous write-back has left before the slot is written
+    // (by the pops, or by the convert of a widened epilogue).
+    const auto drain_slot = [&] {
+      c_.wait(e.out_sem[e.out_slot], e.out_pending[static_cast<std::size_t>(e.out_slot)]);
+      e.out_pending[static_cast<std::size_t>(e.out_slot)] = 0;
+    };
+    if (acc == e.out_buf) drain_slot();
     for (const Item& it : items) {
       c_.emit(isa::MxuPop{it.mxu, c_.tile(acc, it.r0, it.rows, it.c0, it.cols), it.acc});
     }
     c_.wait(e.epi_sem[e.out_slot], e.epi_pending[static_cast<std::size_t>(e.out_slot)]);
     e.epi_pending[static_cast<std::size_t>(e.out_slot)] = 0;
     emit_epilogue(e, acc, ed);
-    if (acc != e.out_buf) emit_convert(c_.whole(e.out_buf), c_.whole(acc));
+    if (acc != e.out_buf) {
+      drain_slot();
+      emit_convert(c_.whole(e.out_buf), c_.whole(acc));
+    }
     // The block's write-back is cut into row pieces issued over the next
     // block's k steps, so one large write does not hold the HBM queue
     // ahead of the next operand loads (a kernel's pipelined write-back).
