@@ -29,18 +29,9 @@
 
 #include "common/config.h"
 #include "sim/core/loop_tracker.h"
+#include "sim/core/reuse_accounts.h"
 
 namespace tpusim {
-
-// One reused section (isa::Program::reuse): the op the program holds once
-// stands for `instances` identical ops; the simulator ran one and added the
-// rest's time and counters at the end (docs/lowering.md, "Reuse").
-struct SectionReuse {
-  std::string label;           // the op lowered (provenance root)
-  std::int64_t instances = 1;  // including the one simulated
-  double instance_s = 0;       // attributed time of the simulated instance
-  double added_s = 0;          // (instances - 1) x instance_s
-};
 
 // "reused fusion.7 x32: 31 instances not simulated, 12.3 us each, 381.3 us added"
 // (one per reused op, at most `limit`, then a count of the rest).

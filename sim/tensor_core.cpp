@@ -6,7 +6,6 @@
 #include "common/progress.h"
 
 #include <algorithm>
-#include <set>
 #include <array>
 #include <cmath>
 #include <fmt/format.h>
@@ -14,7 +13,6 @@
 #include <type_traits>
 
 #include "memory/hbm.h"
-#include "isa/verifier.h"
 #include "sim/collective_fabric.h"
 #include "sim/core/mxu_array.h"
 #include "sim/core/retirement.h"
@@ -78,7 +76,6 @@ struct TensorCore::Unit {
 
 namespace {
 
-constexpr std::string_view kVmemCounter = "VMEM live MiB";  // the trace's VMEM counter
 constexpr std::size_t kQueueDepth = 32;  // entries per unit queue (sequencer stalls beyond)
 constexpr double kTimeEps = kTimeEpsilonSeconds;
 
@@ -99,14 +96,9 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
       scoreboard_(program.buffers.size()),
       vmem_(1) {
   counters_.add(stats, p);
-  if (trace_ != nullptr) {
-    op_track_ = trace_->track(p, "HLO ops", "instances");  // first: above the units
-    trace_->name_ops_on(op_track_);
-    std::unordered_map<std::string_view, std::set<std::uint32_t>> ids;
-    for (const isa::Instruction& i : program.code) ids[isa::provenance_root(program.provenance(i))].insert(i.provenance);
-    for (auto& [root, set] : ids) op_prov_[root].assign(set.begin(), set.end());
-    vmem_live_ = isa::live_footprint(program, chip, isa::MemSpace::kVmem);
-  }
+  loops_ = LoopTracker(LoopPolicy::from(chip.simulation));
+  // The op track first: above the units'.
+  if (trace_ != nullptr) core_trace_ = std::make_unique<CoreTrace>(*trace_, p, chip, program, loops_.skipped());
   sequencer_stats_.add(stats, p + ".sequencer");
   vmem_stats_.add(stats, p + ".vmem");
   spmd_ = spmd;
@@ -143,20 +135,9 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   }
   ici_ = icis_.front();
 
-  loops_ = LoopTracker(LoopPolicy::from(chip.simulation));
   for (const auto& s : program.semaphores) sem_.push_back(s.initial);
   prov_.resize(program.strings.size());
-  if (!program.reuse.empty()) {
-    std::map<std::string_view, int> section;
-    for (std::size_t r = 0; r < program.reuse.size(); ++r) section.emplace(program.reuse[r].label, static_cast<int>(r));
-    reuse_of_prov_.assign(program.strings.size(), -1);
-    for (std::uint32_t id = 0; id < program.strings.size(); ++id) {
-      if (const auto it = section.find(isa::provenance_root(program.strings.get(id))); it != section.end()) {
-        reuse_of_prov_[id] = it->second;
-      }
-    }
-    reuse_sums_.resize(program.reuse.size());
-  }
+  reuse_ = ReuseAccounts(program);
   // The cores of a megacore chip share one scheduler (sim/core_sync.h). A
   // chip runs ahead of the kernel's clock; its collectives synchronize.
   if (core_sync != nullptr) {
@@ -287,7 +268,7 @@ CoTask TensorCore::wait_all_done(bool include_collectives) {
 }
 
 CoTask TensorCore::sequencer() {
-  if (!reuse_of_prov_.empty()) prepare_reuse();
+  if (reuse_.active()) reuse_.bind(stats_, prefix_, reuse_stat_prefixes_);
   // Matching repeat/end pairs (a member: loop extrapolation reads it too).
   std::vector<std::uint32_t>& match = repeat_match_;
   match.assign(program_.code.size(), 0);
@@ -410,17 +391,11 @@ CoTask TensorCore::sequencer() {
   end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
   const double last = retirement_.retired_until();
   retirement_.finish(end_s_, prov_);
-  if (op_track_ >= 0) {
-    trace_op({}, last);  // close the last op
-    flush_hbm(static_cast<std::int64_t>(std::ceil(end_s_ / kCounterWindowS)) + 1);
-    if (vmem_window_ >= 0) {  // the last window, then nothing live
-      flush_vmem(vmem_window_ + 1);
-      trace_->counter(prefix_, kVmemCounter, loops_.skipped().reported(last), 0);
-    }
-  }
-  if (!reuse_of_prov_.empty()) {
-    reuse_window(-1);
-    apply_reuse();
+  if (core_trace_) core_trace_->finish(last, end_s_, prov_);
+  if (reuse_.active()) {
+    reuse_.enter(-1, readings());
+    reused_ = reuse_.apply(prov_, loops_.skipped(), [this](const FabricCounters& a, const FabricCounters& b,
+                                                            std::int64_t times) { spmd_.fabric->add_repeats(a, b, times); });
   }
   end_s_ += loops_.skipped().offset_s;
   counters_.cycles->value = std::round(end_s_ / cycle_s_);
@@ -458,10 +433,10 @@ CoTask TensorCore::run_unit(Unit& u) {
     // section. Everything below runs without yielding (a collective's wait
     // for its group aside, done before the snapshot), so the change of the
     // counters over it is this instruction's alone.
-    const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[inst.provenance];
+    const int section = reuse_.section(inst.provenance);
     const bool collective_wait =
         u.kind == isa::Unit::kIci && spmd_.fabric != nullptr && std::holds_alternative<isa::Collective>(inst.op);
-    if (section >= 0 && !collective_wait) reuse_snapshot(reuse_before_);
+    if (section >= 0 && !collective_wait) reuse_.snapshot();
     *u.counters.dependency_stall_cycles += (now() - dep_from) / cycle_s_;
     // Exec times are relative to when the instruction was taken (a collective
     // in full mode waits for the other members of its group).
@@ -485,7 +460,7 @@ CoTask TensorCore::run_unit(Unit& u) {
         p = spmd_.fabric->poll(*ticket);
       }
       u.waiting = {};
-      if (section >= 0) reuse_snapshot(reuse_before_);
+      if (section >= 0) reuse_.snapshot();
       const double rel = std::max(p.completion - t, cycle_s_);
       e = Exec{0, rel, rel, rel, Resource::kIci};
     } else {
@@ -508,7 +483,7 @@ CoTask TensorCore::run_unit(Unit& u) {
     } else if (busy > 0) {
       busy_time_.add_compute(d.start, t + e.busy_end);
     }
-    if (section >= 0) reuse_add_since(reuse_before_, section);
+    if (section >= 0) reuse_.add_since(section);
     // Every later interval begins at or after the time its unit takes its
     // instruction: now, or earlier for a collective still waiting for its group.
     u.taken_at = kNotTaken;
@@ -576,10 +551,10 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     done = std::max(done, hbm_end);
     occupy = std::max(occupy, done);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
-    if (op_track_ >= 0) {
+    if (core_trace_) {
       // The device served the transfer in its last transfer_seconds.
       const double service = hbm_transfer(chip_.hbm, *c.hbm_tile).transfer_seconds;
-      trace_hbm(t + hbm_end - service, t + hbm_end, static_cast<double>(c.hbm_tile->useful_bytes()));
+      core_trace_->hbm(now(), t + hbm_end - service, t + hbm_end, static_cast<double>(c.hbm_tile->useful_bytes()));
     }
   }
   if (c.host_bytes > 0) {
@@ -796,194 +771,25 @@ void TensorCore::skip_rest(const LoopFrame& l, double iteration_s) {
   const std::vector<double> gains = loops_.skip_rest(l, iteration_s, now(), body, prov_);
   for (std::size_t i = 0; i < loop_stats_.size(); ++i) *loop_stats_[i] += gains[i];
   // A loop of a reused section: its skipped iterations are that section's.
-  if (const int section = reuse_of_prov_.empty() ? -1 : reuse_of_prov_[body.repeat_prov]; section >= 0) {
-    std::vector<double>& sums = reuse_sums_[static_cast<std::size_t>(section)].stats;
-    for (std::size_t i = 0; i < loop_stats_.size(); ++i) {
-      if (const auto it = reuse_index_.find(loop_stats_[i]); it != reuse_index_.end()) sums[it->second] += gains[i];
-    }
-  }
+  reuse_.add_gains(reuse_.section(body.repeat_prov), loop_stats_, gains);
   if (body.collectives && spmd_.fabric != nullptr && coordinator_index_ == 0) {
     spmd_.fabric->add_repeats(l.prev.fabric, l.cur.fabric, l.remaining);
   }
 }
 
-// --- Reuse of repeated sections (isa::Program::reuse) ----------------------
-
-void TensorCore::prepare_reuse() {
-  const std::string own = prefix_ + ".";
-  for (const auto& [name, st] : stats_.all()) {
-    bool mine = name.starts_with(own);
-    for (const auto& p : reuse_stat_prefixes_) mine = mine || name.starts_with(p);
-    if (!mine) continue;
-    Stat* stat = &stats_.add(name, st.unit, st.desc);  // (exists: no insertion)
-    reuse_index_.emplace(stat, reuse_stats_.size());
-    reuse_stats_.push_back(stat);
-  }
-  for (ReuseSums& sums : reuse_sums_) sums.stats.assign(reuse_stats_.size(), 0.0);
-}
-
 void TensorCore::count(Stat* stat, double v, std::uint32_t pc) {
-  *stat += v;
-  if (reuse_of_prov_.empty()) return;
-  const int section = reuse_of_prov_[program_.code[pc].provenance];
-  if (section < 0) return;
-  if (const auto it = reuse_index_.find(stat); it != reuse_index_.end()) {
-    reuse_sums_[static_cast<std::size_t>(section)].stats[it->second] += v;
-  }
+  reuse_.count(stat, v, reuse_.section(program_.code[pc].provenance));
 }
 
-void TensorCore::reuse_snapshot(std::vector<double>& out) const {
-  out.resize(reuse_stats_.size());
-  for (std::size_t i = 0; i < reuse_stats_.size(); ++i) out[i] = reuse_stats_[i]->value;
-}
-
-void TensorCore::reuse_add_since(const std::vector<double>& before, int section) {
-  std::vector<double>& sums = reuse_sums_[static_cast<std::size_t>(section)].stats;
-  for (std::size_t i = 0; i < reuse_stats_.size(); ++i) sums[i] += reuse_stats_[i]->value - before[i];
-}
-
-void TensorCore::reuse_window(int section) {
-  // The time unions (compute, communication, exposed) and the fabric's
-  // counters are the core's and the network's, not an instruction's: they
-  // go to the section the retirement frontier is in (its windows; the
-  // windows of all sections partition the run, as their attributed time does).
-  const bool fabric = spmd_.fabric != nullptr && spmd_.device == 0;
-  if (reuse_window_.section >= 0) {
-    ReuseSums& sums = reuse_sums_[static_cast<std::size_t>(reuse_window_.section)];
-    sums.compute_s += busy_time_.compute_running() - reuse_window_.compute_s;
-    sums.comm_s += busy_time_.comm_running() - reuse_window_.comm_s;
-    if (spmd_.fabric != nullptr) sums.exposed_s += busy_time_.exposed() - reuse_window_.exposed_s;
-    if (fabric) sums.fabric.emplace_back(reuse_window_.fabric, spmd_.fabric->counters());
+CoreReadings TensorCore::readings() const {
+  CoreReadings r;
+  r.compute_s = busy_time_.compute_running();
+  r.comm_s = busy_time_.comm_running();
+  if (spmd_.fabric != nullptr) {
+    r.exposed_s = busy_time_.exposed();
+    if (spmd_.device == 0) r.fabric = spmd_.fabric->counters();
   }
-  reuse_window_.section = section;
-  if (section < 0) return;
-  reuse_window_.compute_s = busy_time_.compute_running();
-  reuse_window_.comm_s = busy_time_.comm_running();
-  reuse_window_.exposed_s = spmd_.fabric != nullptr ? busy_time_.exposed() : 0.0;
-  if (fabric) reuse_window_.fabric = spmd_.fabric->counters();
-}
-
-void TensorCore::apply_reuse() {
-  // Per section: its provenance ids' attributed time is one instance's.
-  std::vector<double> instance_s(program_.reuse.size(), 0.0);
-  for (std::size_t id = 0; id < reuse_of_prov_.size(); ++id) {
-    if (reuse_of_prov_[id] >= 0) instance_s[static_cast<std::size_t>(reuse_of_prov_[id])] += prov_[id].attributed_s;
-  }
-  for (std::size_t id = 0; id < reuse_of_prov_.size(); ++id) {
-    if (reuse_of_prov_[id] < 0) continue;
-    const auto times = static_cast<double>(program_.reuse[static_cast<std::size_t>(reuse_of_prov_[id])].extra);
-    ProvenanceStats& ps = prov_[id];
-    ps.attributed_s += times * ps.attributed_s;
-    ps.busy_s += times * ps.busy_s;
-    for (double& v : ps.busy_by) v += times * v;
-    ps.flops += times * ps.flops;
-    ps.transcendentals += times * ps.transcendentals;
-    ps.hbm_bytes += times * ps.hbm_bytes;
-    ps.instructions += static_cast<std::uint64_t>(times) * ps.instructions;
-  }
-  for (std::size_t r = 0; r < program_.reuse.size(); ++r) {
-    const isa::Program::Reuse& reuse = program_.reuse[r];
-    if (reuse.extra <= 0) continue;
-    const auto times = static_cast<double>(reuse.extra);
-    const ReuseSums& sums = reuse_sums_[r];
-    for (std::size_t i = 0; i < sums.stats.size(); ++i) *reuse_stats_[i] += times * sums.stats[i];
-    SkippedTime& skipped = loops_.skipped();
-    skipped.compute_s += times * sums.compute_s;
-    skipped.comm_s += times * sums.comm_s;
-    skipped.exposed_s += times * sums.exposed_s;
-    for (const auto& [a, b] : sums.fabric) spmd_.fabric->add_repeats(a, b, reuse.extra);
-    const double added = times * instance_s[r];
-    skipped.offset_s += added;
-    reused_.push_back(SectionReuse{reuse.label, reuse.extra + 1, instance_s[r], added});
-  }
-}
-
-ProvenanceStats TensorCore::op_figures(std::string_view root) const {
-  ProvenanceStats f;
-  const auto it = op_prov_.find(root);
-  if (it == op_prov_.end()) return f;
-  for (const std::uint32_t id : it->second) {
-    f.flops += prov_[id].flops;
-    f.hbm_bytes += prov_[id].hbm_bytes;
-    for (std::size_t k = 0; k < kResources; ++k) f.busy_by[k] += prov_[id].busy_by[k];
-  }
-  return f;
-}
-
-void TensorCore::trace_op(std::string_view root, double at_s) {
-  if (root == op_open_) return;  // the open op goes on (its slice ends where the next starts)
-  if (!op_open_.empty() && at_s > op_start_s_) {
-    // What the op's instructions added since its last slice (all of this
-    // instance's have started by now; a later instance's that started early
-    // count here, so the slices of an op add up to its figures).
-    // The slice's limiter: what those instructions kept busy over its time.
-    const ProvenanceStats now_f = op_figures(op_open_);
-    ProvenanceStats& shown = op_shown_[op_open_];
-    const SkippedTime& skipped = loops_.skipped();
-    const double from = skipped.reported(op_start_s_), to = skipped.reported(at_s);
-    std::array<double, kResources> busy{};
-    for (std::size_t k = 0; k < kResources; ++k) busy[k] = now_f.busy_by[k] - shown.busy_by[k];
-    const double hbm_bytes = now_f.hbm_bytes - shown.hbm_bytes;
-    trace_->slice(op_track_, op_open_, from, to,
-                  TraceFigures{now_f.flops - shown.flops, hbm_bytes,
-                               find_limiter(busy, hbm_bytes, to - from, chip_, 1).limiter_name()});
-    shown = now_f;
-  }
-  op_open_ = root;
-  op_start_s_ = at_s;
-}
-
-void TensorCore::trace_hbm(double start_s, double end_s, double bytes) {
-  flush_hbm(static_cast<std::int64_t>(std::floor(now() / kCounterWindowS)));
-  if (!(end_s > start_s) || bytes <= 0) return;
-  const double rate = bytes / (end_s - start_s);
-  for (auto w = static_cast<std::int64_t>(std::floor(start_s / kCounterWindowS)); w * kCounterWindowS < end_s; ++w) {
-    const double lo = std::max(start_s, static_cast<double>(w) * kCounterWindowS);
-    const double hi = std::min(end_s, static_cast<double>(w + 1) * kCounterWindowS);
-    if (hi > lo) hbm_windows_[w] += rate * (hi - lo);
-  }
-}
-
-void TensorCore::flush_hbm(std::int64_t below) {
-  // Windows before `below` can gain no more bytes: write them (a window
-  // without traffic writes 0 once; the writer drops repeated values).
-  for (; hbm_written_ < below; ++hbm_written_) {
-    const auto it = hbm_windows_.find(hbm_written_);
-    const double bytes = it == hbm_windows_.end() ? 0.0 : it->second;
-    if (it != hbm_windows_.end()) hbm_windows_.erase(it);
-    trace_->counter(prefix_, "HBM GB/s", loops_.skipped().reported(static_cast<double>(hbm_written_) * kCounterWindowS),
-                    bytes / kCounterWindowS / 1e9);
-    // Skip a run of idle windows in one step.
-    if (hbm_windows_.empty() && bytes == 0) hbm_written_ = std::max(hbm_written_, below - 1);
-  }
-}
-
-void TensorCore::trace_vmem(std::size_t pc, double at_s) {
-  if (pc >= vmem_live_.size()) return;
-  const auto w = static_cast<std::int64_t>(std::floor(at_s / kCounterWindowS));
-  const std::int64_t live = vmem_live_[pc];
-  if (w != vmem_window_) {
-    flush_vmem(w);
-    vmem_window_ = w;
-    vmem_max_ = live;
-  } else {
-    vmem_max_ = std::max(vmem_max_, live);
-  }
-  vmem_last_ = live;
-}
-
-void TensorCore::flush_vmem(std::int64_t next_window) {
-  // The window's largest footprint from its start; windows the frontier
-  // jumped over hold the last footprint it saw.
-  if (vmem_window_ < 0) return;
-  const SkippedTime& skipped = loops_.skipped();
-  const double mib = 1024.0 * 1024.0;
-  trace_->counter(prefix_, kVmemCounter, skipped.reported(static_cast<double>(vmem_window_) * kCounterWindowS),
-                  static_cast<double>(vmem_max_) / mib);
-  if (next_window > vmem_window_ + 1) {
-    trace_->counter(prefix_, kVmemCounter, skipped.reported(static_cast<double>(vmem_window_ + 1) * kCounterWindowS),
-                    static_cast<double>(vmem_last_) / mib);
-  }
+  return r;
 }
 
 void TensorCore::retire() {
@@ -991,15 +797,12 @@ void TensorCore::retire() {
     const Dyn& d = dyn(retired_);
     if (d.start < 0) break;
     const isa::Instruction& inst = program_.code[d.pc];
-    if (!reuse_of_prov_.empty() && reuse_of_prov_[inst.provenance] != reuse_window_.section) {
-      reuse_window(reuse_of_prov_[inst.provenance]);
+    if (const int section = reuse_.section(inst.provenance); section != reuse_.window()) {
+      reuse_.enter(section, readings());
     }
     const double from = retirement_.retired_until();
     retirement_.retire(d.start, d.done, isa::opcode(inst.op) == isa::Opcode::kCollective, inst.provenance, prov_);
-    if (op_track_ >= 0) {
-      trace_op(isa::provenance_root(program_.provenance(inst)), from);
-      trace_vmem(d.pc, from);
-    }
+    if (core_trace_) core_trace_->retire(d.pc, from, prov_);
     ++retired_;
   }
   // Drop records that are retired and complete (bounded memory).

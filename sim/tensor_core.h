@@ -25,7 +25,9 @@
 #include "memory/bandwidth_server.h"
 #include "sim/collective_fabric.h"
 #include "sim/core/core_stats.h"
+#include "sim/core/core_trace.h"
 #include "sim/core/retirement.h"
+#include "sim/core/reuse_accounts.h"
 #include "sim/core/scoreboard.h"
 #include "sim/core_scheduler.h"
 #include "sim/interval_union.h"
@@ -145,34 +147,8 @@ class TensorCore : public sc_core::sc_module {
   StatsRegistry& stats_;
   std::string prefix_;
   TraceWriter* trace_;
-  // The trace's HLO-op track: one slice per op instance, from when the
-  // retirement frontier reached the op's first instruction to when it left
-  // its last (ops in program order, as the report charges them).
-  int op_track_ = -1;
-  std::string_view op_open_;  // the op whose slice is open ("" = none)
-  double op_start_s_ = 0;
-  // The retirement frontier, at `at_s`, enters op `root` ("" = none).
-  void trace_op(std::string_view root, double at_s);
-  // Each op's provenance ids (for its slices' FLOPs and HBM bytes) and the
-  // figures its slices have shown so far.
-  std::unordered_map<std::string_view, std::vector<std::uint32_t>> op_prov_;
-  std::unordered_map<std::string_view, ProvenanceStats> op_shown_;
-  ProvenanceStats op_figures(std::string_view root) const;
-  // The trace's counters sample windows of kCounterWindowS.
-  static constexpr double kCounterWindowS = 10e-6;
-  // The HBM counter: this core's HBM bytes per window, spread over each
-  // transfer's time; windows before the current time are final and written.
-  std::map<std::int64_t, double> hbm_windows_;  // window index -> bytes
-  std::int64_t hbm_written_ = 0;                 // windows below this are written
-  void trace_hbm(double start_s, double end_s, double bytes);
-  void flush_hbm(std::int64_t below);
-  // The VMEM counter: the footprint of the VMEM buffers live (isa::live_footprint)
-  // at the instructions the retirement frontier passes, the largest per window.
-  std::vector<std::int64_t> vmem_live_;  // by pc; empty = no counter
-  std::int64_t vmem_window_ = -1;        // the window being sampled
-  std::int64_t vmem_max_ = 0, vmem_last_ = 0;
-  void trace_vmem(std::size_t pc, double at_s);
-  void flush_vmem(std::int64_t next_window);
+  // The trace's op track and counters (null: no trace).
+  std::unique_ptr<CoreTrace> core_trace_;
   double cycle_s_;
   sc_core::sc_time one_cycle_;
 
@@ -244,32 +220,14 @@ class TensorCore : public sc_core::sc_module {
   static constexpr std::uint32_t kNotSampled = 0xffffffffU;
   std::vector<std::uint32_t> loop_ids_;
   void number_coordinated_loops();
-  // Reuse: what each reused section's instructions added to the counters
-  // (and, by retirement windows, to the time unions and the fabric).
-  struct ReuseSums {
-    std::vector<double> stats;  // over reuse_stats_
-    double compute_s = 0, comm_s = 0, exposed_s = 0;
-    std::vector<std::pair<CollectiveFabric::Counters, CollectiveFabric::Counters>> fabric;  // (at open, at close)
-  };
-  struct ReuseWindow {
-    int section = -1;  // index into program_.reuse; -1: not a reused section
-    double compute_s = 0, comm_s = 0, exposed_s = 0;
-    CollectiveFabric::Counters fabric;
-  };
-  void prepare_reuse();
+  // Reused sections (sim/core/reuse_accounts.h): what each one's
+  // instructions add, and what its extra instances add at the end.
+  ReuseAccounts reuse_;
+  std::vector<std::string> reuse_stat_prefixes_;
   // *stat += v, and to the reuse sums of pc's section.
   void count(Stat* stat, double v, std::uint32_t pc);
-  void reuse_snapshot(std::vector<double>& out) const;
-  void reuse_add_since(const std::vector<double>& before, int section);
-  void reuse_window(int section);
-  void apply_reuse();
-  std::unordered_map<const Stat*, std::size_t> reuse_index_;  // into reuse_stats_
-  std::vector<double> reuse_before_;
-  std::vector<int> reuse_of_prov_;  // provenance id -> program_.reuse index, or -1
-  std::vector<std::string> reuse_stat_prefixes_;
-  std::vector<Stat*> reuse_stats_;
-  std::vector<ReuseSums> reuse_sums_;
-  ReuseWindow reuse_window_;
+  // The time unions and (device 0) the fabric's counters now.
+  [[nodiscard]] CoreReadings readings() const;
   std::vector<SectionReuse> reused_;
   std::vector<ProvenanceStats> prov_;
   std::uint64_t pending_signal_count_ = 0;
