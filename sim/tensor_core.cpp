@@ -267,32 +267,88 @@ CoTask TensorCore::wait_all_done(bool include_collectives) {
   }
 }
 
-CoTask TensorCore::sequencer() {
-  if (reuse_.active()) reuse_.bind(stats_, prefix_, reuse_stat_prefixes_);
-  // Matching repeat/end pairs (a member: loop extrapolation reads it too).
+bool TensorCore::match_repeats() {
   std::vector<std::uint32_t>& match = repeat_match_;
   match.assign(program_.code.size(), 0);
-  {
-    std::vector<std::uint32_t> open;
-    for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
-      const auto op = isa::opcode(program_.code[pc].op);
-      if (op == isa::Opcode::kRepeat) open.push_back(pc);
-      if (op == isa::Opcode::kEnd && !open.empty()) {
-        match[open.back()] = pc;
-        match[pc] = open.back();
-        open.pop_back();
-      }
-      if (op == isa::Opcode::kEnd && open.empty() && match[pc] == 0 && pc > 0 &&
-          isa::opcode(program_.code[0].op) != isa::Opcode::kRepeat) {
-        error_ = fmt::format("{}: `end` without `repeat`", where(pc));
-      }
+  std::vector<std::uint32_t> open;
+  for (std::uint32_t pc = 0; pc < program_.code.size(); ++pc) {
+    const auto op = isa::opcode(program_.code[pc].op);
+    if (op == isa::Opcode::kRepeat) open.push_back(pc);
+    if (op == isa::Opcode::kEnd && !open.empty()) {
+      match[open.back()] = pc;
+      match[pc] = open.back();
+      open.pop_back();
     }
-    if (!open.empty()) error_ = fmt::format("{}: `repeat` without `end`", where(open.back()));
+    if (op == isa::Opcode::kEnd && open.empty() && match[pc] == 0 && pc > 0 &&
+        isa::opcode(program_.code[0].op) != isa::Opcode::kRepeat) {
+      error_ = fmt::format("{}: `end` without `repeat`", where(pc));
+    }
   }
-  if (!error_.empty()) co_return;
+  if (!open.empty()) error_ = fmt::format("{}: `repeat` without `end`", where(open.back()));
+  return error_.empty();
+}
+
+LoopFrame* TensorCore::enter_repeat(std::uint32_t pc, std::uint32_t& next) {
+  const auto& r = std::get<isa::Repeat>(program_.code[pc].op);
+  if (r.count <= 0 || repeat_match_[pc] == pc + 1) {  // no iterations, or an empty body (takes no time)
+    next = repeat_match_[pc] + 1;
+    return nullptr;
+  }
+  const bool sampled = loops_.policy().samples(r.count) && loop_ids_[pc] != kNotSampled;
+  LoopKey key{};
+  if (sampled) {
+    if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
+    key = {loop_ids_[pc], loop_entries_[pc]++};
+  }
+  LoopFrame& l = loops_.enter(pc + 1, r.count, sampled, pc, key);
+  // Boundary 0, the loop's entry, is sampled when there is no warm-up.
+  return sampled && loops_.policy().warmup == 0 ? &l : nullptr;
+}
+
+LoopFrame* TensorCore::end_iteration(std::uint32_t& next) {
+  if (loops_.empty() || --loops_.top().remaining <= 0) return nullptr;
+  next = loops_.top().begin;
+  if (!loops_.top().sampled) return nullptr;
+  ++loops_.top().done;
+  return &loops_.top();
+}
+
+void TensorCore::leave_loop() {
+  if (loops_.empty()) return;
+  if (loops_.top().sampled && coordinator_ != nullptr) coordinator_->leave(loops_.top().key, coordinator_index_);
+  loops_.leave();
+}
+
+void TensorCore::show_progress() {
+  if ((++progress_ticks_ & 0xfff) == 0 && Progress::global().due()) {
+    Progress::global().update("simulating",
+                              fmt::format("{:.4g} ms simulated ({})", (now() + loops_.skipped().offset_s) * 1e3, prefix_));
+  }
+}
+
+void TensorCore::finish_program() {
+  retire();
+  end_s_ = retirement_.retired_until();
+  for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
+  end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
+  const double last = retirement_.retired_until();
+  retirement_.finish(end_s_, prov_);
+  if (core_trace_) core_trace_->finish(last, end_s_, prov_);
+  if (reuse_.active()) {
+    reuse_.enter(-1, readings());
+    reused_ = reuse_.apply(prov_, loops_.skipped(), [this](const FabricCounters& a, const FabricCounters& b,
+                                                            std::int64_t times) { spmd_.fabric->add_repeats(a, b, times); });
+  }
+  end_s_ += loops_.skipped().offset_s;
+  counters_.cycles->value = std::round(end_s_ / cycle_s_);
+  finished_ = true;
+}
+
+CoTask TensorCore::sequencer() {
+  if (reuse_.active()) reuse_.bind(stats_, prefix_, reuse_stat_prefixes_);
+  if (!match_repeats()) co_return;
   number_coordinated_loops();
 
-  LoopTracker& loops = loops_;
   const auto width = static_cast<std::uint64_t>(std::max<std::int64_t>(1, chip_.core.sequencer.issue_width));
   std::uint64_t issued_this_cycle = 0;
   std::uint32_t pc = 0;
@@ -301,34 +357,15 @@ CoTask TensorCore::sequencer() {
     const isa::Opcode op = isa::opcode(inst.op);
     std::uint32_t next = pc + 1;
     if (op == isa::Opcode::kRepeat) {
-      const auto& r = std::get<isa::Repeat>(inst.op);
-      if (r.count <= 0 || match[pc] == pc + 1) {  // no iterations, or an empty body (takes no time)
-        next = match[pc] + 1;
-      } else {
-        const bool sampled = loops.policy().samples(r.count) && loop_ids_[pc] != kNotSampled;
-        LoopKey key{};
-        if (sampled) {
-          if (loop_entries_.empty()) loop_entries_.assign(program_.code.size(), 0);
-          key = {loop_ids_[pc], loop_entries_[pc]++};
-        }
-        LoopFrame& l = loops.enter(pc + 1, r.count, sampled, pc, key);
-        bool skip = false;  // (never at the entry: no samples yet)
-        if (sampled && loops.policy().warmup == 0) co_await loop_boundary(l, skip);  // boundary 0: the loop's entry
-      }
+      bool skip = false;  // (never at the entry: no samples yet)
+      if (LoopFrame* l = enter_repeat(pc, next)) co_await loop_boundary(*l, skip);
     } else if (op == isa::Opcode::kEnd) {
-      if (!loops.empty() && --loops.top().remaining > 0) {
-        next = loops.top().begin;
-        if (loops.top().sampled) {
-          ++loops.top().done;
-          bool skip = false;
-          co_await loop_boundary(loops.top(), skip);
-          if (skip) next = pc + 1;  // the rest was extrapolated
-        }
+      if (LoopFrame* l = end_iteration(next)) {
+        bool skip = false;
+        co_await loop_boundary(*l, skip);
+        if (skip) next = pc + 1;  // the rest was extrapolated
       }
-      if (next == pc + 1 && !loops.empty()) {
-        if (loops.top().sampled && coordinator_ != nullptr) coordinator_->leave(loops.top().key, coordinator_index_);
-        loops.leave();
-      }
+      if (next == pc + 1) leave_loop();
     } else if (op == isa::Opcode::kSemWait) {
       const auto& w = std::get<isa::SemWait>(inst.op);
       const double from = now();
@@ -371,9 +408,7 @@ CoTask TensorCore::sequencer() {
       sequencer_waiting_ = {};
       dispatch(pc, u);
     }
-    if ((++progress_ticks_ & 0xfff) == 0 && Progress::global().due()) {
-      Progress::global().update("simulating", fmt::format("{:.4g} ms simulated ({})", (now() + loops_.skipped().offset_s) * 1e3, prefix_));
-    }
+    show_progress();
     if (++issued_this_cycle >= width) {
       co_await sched_->at(sched_->now() + one_cycle_.value());
       issued_this_cycle = 0;
@@ -385,21 +420,7 @@ CoTask TensorCore::sequencer() {
   sequencer_waiting_ = Waiting{Waiting::Kind::kEnd, 0, 0, 0};
   co_await wait_all_done();
   sequencer_waiting_ = {};
-  retire();
-  end_s_ = retirement_.retired_until();
-  for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) end_s_ = std::max(end_s_, dyn(id).done);
-  end_s_ = std::max(end_s_, retirement_.collective_done());  // its record may be dropped already
-  const double last = retirement_.retired_until();
-  retirement_.finish(end_s_, prov_);
-  if (core_trace_) core_trace_->finish(last, end_s_, prov_);
-  if (reuse_.active()) {
-    reuse_.enter(-1, readings());
-    reused_ = reuse_.apply(prov_, loops_.skipped(), [this](const FabricCounters& a, const FabricCounters& b,
-                                                            std::int64_t times) { spmd_.fabric->add_repeats(a, b, times); });
-  }
-  end_s_ += loops_.skipped().offset_s;
-  counters_.cycles->value = std::round(end_s_ / cycle_s_);
-  finished_ = true;
+  finish_program();
 }
 
 CoTask TensorCore::run_unit(Unit& u) {
@@ -467,55 +488,64 @@ CoTask TensorCore::run_unit(Unit& u) {
       e = execute(u, inst, dyn(id));
     }
     if (!error_.empty()) co_return;
-    // A collective waits for its group or completion; the ring may have grown meanwhile.
-    Dyn& d = dyn(id);
-    d.start = t + e.begin;
-    d.done = t + e.done;
-    const double busy = e.busy_end - e.begin;
-    ProvenanceStats& ps = prov_[inst.provenance];
-    ps.instructions += 1;
-    ps.busy_s += busy;
-    ps.busy_by[static_cast<std::size_t>(e.resource)] += busy;
-    *u.counters.busy_cycles += busy / cycle_s_;
-    *u.counters.instructions += 1;
-    if (u.kind == isa::Unit::kIci) {
-      busy_time_.add_comm(d.start, d.done);
-    } else if (busy > 0) {
-      busy_time_.add_compute(d.start, t + e.busy_end);
-    }
-    if (section >= 0) reuse_.add_since(section);
-    // Every later interval begins at or after the time its unit takes its
-    // instruction: now, or earlier for a collective still waiting for its group.
-    u.taken_at = kNotTaken;
-    double horizon = now();
-    for (const Unit* ici : icis_) horizon = std::min(horizon, ici->taken_at);
-    busy_time_.maybe_fold_before(horizon);
-    if (trace_ != nullptr && u.track >= 0) {
-      const auto prov = program_.provenance(inst);
-      const double shown = loops_.skipped().reported(d.start);
-      trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, shown,
-                    shown + (t + std::max(e.busy_end, e.begin + cycle_s_) - d.start));
-    }
+    const double done_at = record(u, inst, id, t, e, section);
     if (CoreScheduler::has_waiters(any_started_)) sched_->notify(any_started_);
-    const double done_at = d.done;  // (no Dyn reference across a wait: the ring may grow)
     retire();
     co_await until(t + e.free);
     // Asynchronous units signal their semaphore when the transfer completes.
     if (u.kind == isa::Unit::kDma || u.kind == isa::Unit::kIci) {
       co_await until(done_at);
-      std::visit(
-          [&](const auto& o) {
-            if constexpr (requires { o.sem; }) {
-              if (o.sem.present()) sem_[o.sem.id] += 1;
-            }
-          },
-          inst.op);
-      sched_->notify(sem_changed_);
+      signal_semaphore(inst);
     }
     u.queue.pop_front();
     for (std::uint32_t k = 0; k < entry.deps; ++k) u.dep_ids.pop_front();
     if (CoreScheduler::has_waiters(any_popped_)) sched_->notify(any_popped_);
   }
+}
+
+double TensorCore::record(Unit& u, const isa::Instruction& inst, std::uint64_t id, double t, const Exec& e,
+                          int section) {
+  // A collective waits for its group or completion; the ring may have grown meanwhile.
+  Dyn& d = dyn(id);
+  d.start = t + e.begin;
+  d.done = t + e.done;
+  const double busy = e.busy_end - e.begin;
+  ProvenanceStats& ps = prov_[inst.provenance];
+  ps.instructions += 1;
+  ps.busy_s += busy;
+  ps.busy_by[static_cast<std::size_t>(e.resource)] += busy;
+  *u.counters.busy_cycles += busy / cycle_s_;
+  *u.counters.instructions += 1;
+  if (u.kind == isa::Unit::kIci) {
+    busy_time_.add_comm(d.start, d.done);
+  } else if (busy > 0) {
+    busy_time_.add_compute(d.start, t + e.busy_end);
+  }
+  if (section >= 0) reuse_.add_since(section);
+  // Every later interval begins at or after the time its unit takes its
+  // instruction: now, or earlier for a collective still waiting for its group.
+  u.taken_at = kNotTaken;
+  double horizon = now();
+  for (const Unit* ici : icis_) horizon = std::min(horizon, ici->taken_at);
+  busy_time_.maybe_fold_before(horizon);
+  if (trace_ != nullptr && u.track >= 0) {
+    const auto prov = program_.provenance(inst);
+    const double shown = loops_.skipped().reported(d.start);
+    trace_->slice(u.track, prov.empty() ? isa::opcode_info(isa::opcode(inst.op)).mnemonic : prov, shown,
+                  shown + (t + std::max(e.busy_end, e.begin + cycle_s_) - d.start));
+  }
+  return d.done;  // (no Dyn reference across a wait: the ring may grow)
+}
+
+void TensorCore::signal_semaphore(const isa::Instruction& inst) {
+  std::visit(
+      [&](const auto& o) {
+        if constexpr (requires { o.sem; }) {
+          if (o.sem.present()) sem_[o.sem.id] += 1;
+        }
+      },
+      inst.op);
+  sched_->notify(sem_changed_);
 }
 
 TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn& d) {

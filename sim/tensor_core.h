@@ -110,6 +110,20 @@ class TensorCore : public sc_core::sc_module {
   };
 
   CoTask sequencer();
+  // The sequencer's steps that do not wait.
+  // Pairs every repeat with its end (repeat_match_); false: error_ says why.
+  bool match_repeats();
+  // At `repeat` pc: enters the loop (or sets `next` past an empty one);
+  // returns the loop when its entry is a sampled boundary.
+  LoopFrame* enter_repeat(std::uint32_t pc, std::uint32_t& next);
+  // At `end`: sets `next` back to the body for another iteration; returns
+  // the loop when that boundary is sampled.
+  LoopFrame* end_iteration(std::uint32_t& next);
+  void leave_loop();
+  void show_progress();
+  // After the last instruction completed: the end time, the attribution's
+  // last rows, the trace's end, the reused sections, the cycle count.
+  void finish_program();
   CoTask run_unit(Unit& u);
   // Queues program_.code[pc] on `u` (which has a free slot).
   void dispatch(std::uint32_t pc, Unit& u);
@@ -130,6 +144,11 @@ class TensorCore : public sc_core::sc_module {
     Resource resource = Resource::kVpuAlu;  // what its busy time goes to (the op's limiter)
   };
   Exec execute(Unit& u, const isa::Instruction& inst, Dyn& d);
+  // Records instruction `id`'s times (taken at `t`) and its busy time in
+  // the counters, unions, reuse sums and trace; returns when it completes.
+  double record(Unit& u, const isa::Instruction& inst, std::uint64_t id, double t, const Exec& e, int section);
+  // A DMA's or collective's completion signals its semaphore.
+  void signal_semaphore(const isa::Instruction& inst);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
   void retire();
   // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().

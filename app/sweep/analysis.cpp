@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "common/json_text.h"
@@ -151,6 +152,148 @@ bool maximize_metric(std::string_view name) {
          name.find("throughput") != std::string_view::npos || name == "finished";
 }
 
+namespace {
+
+using Records = std::vector<const Record*>;
+
+// The best value of every numeric metric (and of time, area and power) over
+// a workload's successful records, with the point that reached it.
+nlohmann::ordered_json best_points(const std::vector<Record>& records, const std::string& w, const Records& ok) {
+  std::vector<std::string> names;
+  for (const auto& r : records) {
+    if (r.value("workload", "") != w || !r.contains("metrics")) continue;
+    for (const auto& [k, v] : r["metrics"].items()) {
+      if (v.is_number() && std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+    }
+  }
+  nlohmann::ordered_json best = nlohmann::ordered_json::array();
+  auto add_best = [&](const std::string& name, auto getter) {
+    const bool maxi = maximize_metric(name);
+    const Record* b = nullptr;
+    double bv = 0;
+    for (const Record* r : ok) {
+      auto v = getter(*r);
+      if (!v) continue;
+      if (b == nullptr || (maxi ? *v > bv : *v < bv)) {
+        b = r;
+        bv = *v;
+      }
+    }
+    if (b == nullptr) return;
+    nlohmann::ordered_json e;
+    e["metric"] = name;
+    e["goal"] = maxi ? "max" : "min";
+    e["value"] = bv;
+    e["point"] = point_summary(*b);
+    best.push_back(std::move(e));
+  };
+  for (const auto& n : names) add_best(n, [&](const Record& r) { return number_at(r, "metrics", n); });
+  for (const char* n : {"time_s", "area_proxy", "power_proxy"}) {
+    add_best(n, [&](const Record& r) { return number_top(r, n); });
+  }
+  return best;
+}
+
+// The Pareto front of time, area and power (all minimized), by time.
+nlohmann::ordered_json pareto_points(const Records& ok) {
+  std::vector<const Record*> cand;
+  std::vector<std::array<double, 3>> obj;
+  for (const Record* r : ok) {
+    auto t = number_top(*r, "time_s");
+    auto a = number_top(*r, "area_proxy");
+    auto p = number_top(*r, "power_proxy");
+    if (!t || !a || !p) continue;
+    cand.push_back(r);
+    obj.push_back({*t, *a, *p});
+  }
+  auto front = pareto_front(obj);
+  std::sort(front.begin(), front.end(), [&](std::size_t x, std::size_t y) { return obj[x][0] < obj[y][0]; });
+  nlohmann::ordered_json pf = nlohmann::ordered_json::array();
+  for (std::size_t i : front) pf.push_back(point_summary(*cand[i]));
+  return pf;
+}
+
+// Least-squares slope of y on x.
+std::optional<double> slope(const std::vector<std::pair<double, double>>& xy) {
+  if (xy.size() < 2) return std::nullopt;
+  double mx = 0;
+  double my = 0;
+  for (auto [x, y] : xy) {
+    mx += x;
+    my += y;
+  }
+  mx /= static_cast<double>(xy.size());
+  my /= static_cast<double>(xy.size());
+  double sxy = 0;
+  double sxx = 0;
+  for (auto [x, y] : xy) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  if (sxx <= 0) return std::nullopt;
+  return sxy / sxx;
+}
+
+// How time depends on parameter `key` over the successful records: the
+// spread of its mean time per value (main effect, relative to the mean
+// time) and its elasticity (slope of log time on log value); nullopt when
+// it takes fewer than two values.
+std::optional<nlohmann::ordered_json> sensitivity(const std::string& key, const Records& ok, double mean_time) {
+  std::map<std::string, std::pair<double, std::size_t>> groups;  // value -> (sum time, n)
+  std::vector<std::pair<double, double>> xy;                      // (log value, log time)
+  for (const Record* r : ok) {
+    auto t = number_top(*r, "time_s");
+    const std::string v = value_text(*r, key);
+    if (!t || v.empty()) continue;
+    auto& g = groups[v];
+    g.first += *t;
+    ++g.second;
+    auto x = number_at(*r, "values", key);
+    if (x && *x > 0 && *t > 0) xy.emplace_back(std::log(*x), std::log(*t));
+  }
+  if (groups.size() < 2 || mean_time <= 0) return std::nullopt;
+  nlohmann::ordered_json s;
+  s["param"] = key;
+  s["distinct_values"] = groups.size();
+  double lo = INFINITY;
+  double hi = -INFINITY;
+  nlohmann::ordered_json means = nlohmann::ordered_json::object();
+  for (const auto& [v, g] : groups) {
+    const double m = g.first / static_cast<double>(g.second);
+    lo = std::min(lo, m);
+    hi = std::max(hi, m);
+    if (groups.size() <= 16) means[v] = m;
+  }
+  s["time_spread"] = (hi - lo) / mean_time;
+  if (groups.size() <= 16) s["mean_time_s"] = std::move(means);
+  // Elasticity: +1 = time grows in proportion.
+  if (const auto e = slope(xy)) s["elasticity"] = *e;
+  return s;
+}
+
+// Every parameter's sensitivity, largest time spread first.
+nlohmann::ordered_json sensitivities(const std::vector<Record>& records, const Records& ok) {
+  double mean_time = 0;
+  std::size_t nt = 0;
+  for (const Record* r : ok) {
+    if (auto t = number_top(*r, "time_s")) {
+      mean_time += *t;
+      ++nt;
+    }
+  }
+  if (nt > 0) mean_time /= static_cast<double>(nt);
+  nlohmann::ordered_json sens = nlohmann::ordered_json::array();
+  for (const auto& key : union_keys(records, "params")) {
+    if (auto s = sensitivity(key, ok, mean_time)) sens.push_back(std::move(*s));
+  }
+  std::sort(sens.begin(), sens.end(), [](const auto& a, const auto& b) {
+    return a["time_spread"].template get<double>() > b["time_spread"].template get<double>();
+  });
+  return sens;
+}
+
+}  // namespace
+
 nlohmann::ordered_json sweep_report(const std::vector<Record>& records) {
   nlohmann::ordered_json rep;
   std::map<std::string, std::size_t> statuses;
@@ -164,130 +307,16 @@ nlohmann::ordered_json sweep_report(const std::vector<Record>& records) {
   rep["statuses"] = statuses;
   rep["workloads"] = nlohmann::ordered_json::array();
   for (const auto& w : workloads) {
-    std::vector<const Record*> ok;
+    Records ok;
     for (const auto& r : records) {
       if (r.value("workload", "") == w && r.value("status", "") == "ok") ok.push_back(&r);
     }
     nlohmann::ordered_json wr;
     wr["workload"] = w;
     wr["ok"] = ok.size();
-
-    // Best per metric.
-    std::vector<std::string> names;
-    for (const auto& r : records) {
-      if (r.value("workload", "") != w || !r.contains("metrics")) continue;
-      for (const auto& [k, v] : r["metrics"].items()) {
-        if (v.is_number() && std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
-      }
-    }
-    nlohmann::ordered_json best = nlohmann::ordered_json::array();
-    auto add_best = [&](const std::string& name, auto getter) {
-      const bool maxi = maximize_metric(name);
-      const Record* b = nullptr;
-      double bv = 0;
-      for (const Record* r : ok) {
-        auto v = getter(*r);
-        if (!v) continue;
-        if (b == nullptr || (maxi ? *v > bv : *v < bv)) {
-          b = r;
-          bv = *v;
-        }
-      }
-      if (b == nullptr) return;
-      nlohmann::ordered_json e;
-      e["metric"] = name;
-      e["goal"] = maxi ? "max" : "min";
-      e["value"] = bv;
-      e["point"] = point_summary(*b);
-      best.push_back(std::move(e));
-    };
-    for (const auto& n : names) add_best(n, [&](const Record& r) { return number_at(r, "metrics", n); });
-    for (const char* n : {"time_s", "area_proxy", "power_proxy"}) {
-      add_best(n, [&](const Record& r) { return number_top(r, n); });
-    }
-    wr["best"] = std::move(best);
-
-    // Pareto front: time, area, power, all minimized.
-    std::vector<const Record*> cand;
-    std::vector<std::array<double, 3>> obj;
-    for (const Record* r : ok) {
-      auto t = number_top(*r, "time_s");
-      auto a = number_top(*r, "area_proxy");
-      auto p = number_top(*r, "power_proxy");
-      if (!t || !a || !p) continue;
-      cand.push_back(r);
-      obj.push_back({*t, *a, *p});
-    }
-    auto front = pareto_front(obj);
-    std::sort(front.begin(), front.end(), [&](std::size_t x, std::size_t y) { return obj[x][0] < obj[y][0]; });
-    nlohmann::ordered_json pf = nlohmann::ordered_json::array();
-    for (std::size_t i : front) pf.push_back(point_summary(*cand[i]));
-    wr["pareto"] = std::move(pf);
-
-    // Sensitivity of time to each parameter.
-    nlohmann::ordered_json sens = nlohmann::ordered_json::array();
-    double mean_time = 0;
-    std::size_t nt = 0;
-    for (const Record* r : ok) {
-      if (auto t = number_top(*r, "time_s")) {
-        mean_time += *t;
-        ++nt;
-      }
-    }
-    if (nt > 0) mean_time /= static_cast<double>(nt);
-    for (const auto& key : union_keys(records, "params")) {
-      std::map<std::string, std::pair<double, std::size_t>> groups;  // value -> (sum time, n)
-      std::vector<std::pair<double, double>> xy;                      // (log value, log time)
-      for (const Record* r : ok) {
-        auto t = number_top(*r, "time_s");
-        const std::string v = value_text(*r, key);
-        if (!t || v.empty()) continue;
-        auto& g = groups[v];
-        g.first += *t;
-        ++g.second;
-        auto x = number_at(*r, "values", key);
-        if (x && *x > 0 && *t > 0) xy.emplace_back(std::log(*x), std::log(*t));
-      }
-      if (groups.size() < 2 || mean_time <= 0) continue;
-      nlohmann::ordered_json s;
-      s["param"] = key;
-      s["distinct_values"] = groups.size();
-      double lo = INFINITY;
-      double hi = -INFINITY;
-      nlohmann::ordered_json means = nlohmann::ordered_json::object();
-      for (const auto& [v, g] : groups) {
-        const double m = g.first / static_cast<double>(g.second);
-        lo = std::min(lo, m);
-        hi = std::max(hi, m);
-        if (groups.size() <= 16) means[v] = m;
-      }
-      // Spread of the mean time over this parameter's values (main effect).
-      s["time_spread"] = (hi - lo) / mean_time;
-      if (groups.size() <= 16) s["mean_time_s"] = std::move(means);
-      // Elasticity: slope of log(time) on log(value): +1 = time grows in proportion.
-      if (xy.size() >= 2) {
-        double mx = 0;
-        double my = 0;
-        for (auto [x, y] : xy) {
-          mx += x;
-          my += y;
-        }
-        mx /= static_cast<double>(xy.size());
-        my /= static_cast<double>(xy.size());
-        double sxy = 0;
-        double sxx = 0;
-        for (auto [x, y] : xy) {
-          sxy += (x - mx) * (y - my);
-          sxx += (x - mx) * (x - mx);
-        }
-        if (sxx > 0) s["elasticity"] = sxy / sxx;
-      }
-      sens.push_back(std::move(s));
-    }
-    std::sort(sens.begin(), sens.end(), [](const auto& a, const auto& b) {
-      return a["time_spread"].template get<double>() > b["time_spread"].template get<double>();
-    });
-    wr["sensitivity"] = std::move(sens);
+    wr["best"] = best_points(records, w, ok);
+    wr["pareto"] = pareto_points(ok);
+    wr["sensitivity"] = sensitivities(records, ok);
     rep["workloads"].push_back(std::move(wr));
   }
   return rep;

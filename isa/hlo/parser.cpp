@@ -457,6 +457,37 @@ class Parser {
     return true;
   }
 
+  // `{name, name, ...}` of computations, each to be resolved as a callee.
+  bool parse_computation_names() {
+    std::vector<NameRef> names;
+    if (!parse_name_list(names, "computation")) return false;
+    for (const NameRef& r : names) call_scratch_.push_back(r);
+    return true;
+  }
+
+  // Comma-separated shapes up to (not including) `end`.
+  bool parse_shapes(Tok end) {
+    while (lex_.peek().kind != end) {
+      const Shape* s = nullptr;
+      if (!parse_shape(s)) return false;
+      if (lex_.peek().kind != Tok::kComma) break;
+      lex_.next();
+    }
+    return true;
+  }
+
+  // entry_computation_layout={(shape, ...)->shape}
+  bool parse_computation_layout() {
+    if (!expect(Tok::kLBrace, "to begin entry_computation_layout")) return false;
+    if (!expect(Tok::kLParen, "to begin the parameter layouts")) return false;
+    if (!parse_shapes(Tok::kRParen)) return false;
+    if (!expect(Tok::kRParen, "to end the parameter layouts")) return false;
+    if (!expect(Tok::kArrow, "before the result layout")) return false;
+    const Shape* s = nullptr;
+    if (!parse_shape(s)) return false;
+    return expect(Tok::kRBrace, "to end entry_computation_layout");
+  }
+
   bool parse_attr_value(AttrId id, std::string_view name) {
     const AttrKind kind = attr_kind(id);
     const Token t = lex_.peek();
@@ -500,20 +531,12 @@ class Parser {
       }
       case AttrKind::kComputation:
         return parse_computation_name();
-      case AttrKind::kComputationList: {
+      case AttrKind::kComputationList:
         if (t.kind != Tok::kLBrace) return mismatch();
-        std::vector<NameRef> names;
-        if (!parse_name_list(names, "computation")) return false;
-        for (const NameRef& r : names) call_scratch_.push_back(r);
-        return true;
-      }
-      case AttrKind::kComputationOrList: {
+        return parse_computation_names();
+      case AttrKind::kComputationOrList:
         if (t.kind != Tok::kLBrace) return parse_computation_name();
-        std::vector<NameRef> names;
-        if (!parse_name_list(names, "computation")) return false;
-        for (const NameRef& r : names) call_scratch_.push_back(r);
-        return true;
-      }
+        return parse_computation_names();
       case AttrKind::kInstructionList:
         if (t.kind != Tok::kLBrace) return mismatch();
         return parse_name_list(pending_ctrl_, "instruction");
@@ -547,17 +570,10 @@ class Parser {
         const Shape* s = nullptr;
         return parse_shape(s);
       }
-      case AttrKind::kShapeList: {
+      case AttrKind::kShapeList:
         if (t.kind != Tok::kLBrace) return mismatch();
         lex_.next();
-        while (lex_.peek().kind != Tok::kRBrace) {
-          const Shape* s = nullptr;
-          if (!parse_shape(s)) return false;
-          if (lex_.peek().kind != Tok::kComma) break;
-          lex_.next();
-        }
-        return expect(Tok::kRBrace, "to end the shape list");
-      }
+        return parse_shapes(Tok::kRBrace) && expect(Tok::kRBrace, "to end the shape list");
       case AttrKind::kLiteral: {
         const Shape* s = nullptr;
         if (!parse_shape(s)) return false;
@@ -573,21 +589,8 @@ class Parser {
         }
         if (t.kind != Tok::kLBrace) return mismatch();
         return skip_balanced(lex_, e) || fail(e);
-      case AttrKind::kComputationLayout: {
-        if (!expect(Tok::kLBrace, "to begin entry_computation_layout")) return false;
-        if (!expect(Tok::kLParen, "to begin the parameter layouts")) return false;
-        while (lex_.peek().kind != Tok::kRParen) {
-          const Shape* s = nullptr;
-          if (!parse_shape(s)) return false;
-          if (lex_.peek().kind != Tok::kComma) break;
-          lex_.next();
-        }
-        if (!expect(Tok::kRParen, "to end the parameter layouts")) return false;
-        if (!expect(Tok::kArrow, "before the result layout")) return false;
-        const Shape* s = nullptr;
-        if (!parse_shape(s)) return false;
-        return expect(Tok::kRBrace, "to end entry_computation_layout");
-      }
+      case AttrKind::kComputationLayout:
+        return parse_computation_layout();
       case AttrKind::kRaw:
         return skip_raw_value(lex_, e) || fail(e);
     }

@@ -1002,10 +1002,9 @@ class Streamer {
   }
 
   // ---- one chunk of compute ----
-  void compute_chunk(std::int64_t i) {
-    const std::int64_t r0 = i * q_;
-    const std::int64_t len = std::min(q_, rows_ - r0);
-    // Input leaves as values.
+  // The chunk's input leaves as values: streamed aligned inputs are their
+  // chunk tiles, the rest stand-ins of `len` rows.
+  std::vector<Val> chunk_inputs(std::int64_t i, std::int64_t len) {
     std::vector<Val> in_vals;
     for (const ArrayStream& s : ins_) {
       Val v;
@@ -1018,6 +1017,111 @@ class Streamer {
       }
       in_vals.push_back(v);
     }
+    return in_vals;
+  }
+
+  // One instruction of a fused body or group: its value's leaves from its
+  // operands' (a tuple passes them through; the root writes `root_dst`).
+  std::vector<Val> body_value(const hlo::Instruction& x, const std::map<const hlo::Instruction*, std::vector<Val>>& vals,
+                              const std::vector<Val>& in_vals, std::int64_t len, const isa::TileRef* dst) {
+    if (x.opcode() == Opcode::kParameter) {
+      const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x.parameter_number()));
+      if (p < in_vals.size()) return {in_vals[p]};
+      return {standin(form_of_shape(x.shape()), dtype_of(x.shape()), len)};
+    }
+    if (x.opcode() == Opcode::kConstant) return {standin(form_of_shape(x.shape()), dtype_of(x.shape()), len)};
+    if (x.opcode() == Opcode::kTuple) {
+      std::vector<Val> leaves;
+      for (const hlo::Instruction* o : x.operands()) {
+        auto it = vals.find(o);
+        if (it != vals.end()) leaves.insert(leaves.end(), it->second.begin(), it->second.end());
+      }
+      return leaves;
+    }
+    std::vector<const Val*> ops;
+    for (const hlo::Instruction* o : x.operands()) {
+      auto it = vals.find(o);
+      if (it == vals.end() || it->second.empty()) continue;
+      std::size_t leaf = 0;
+      if (x.opcode() == Opcode::kGetTupleElement) {
+        leaf = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(x, hlo::AttrId::kIndex).value_or(0)));
+        if (leaf >= it->second.size()) leaf = 0;
+      }
+      ops.push_back(&it->second[leaf]);
+    }
+    if (ops.empty() && x.operand_count() > 0) return {standin(form_of_shape(x.shape()), dtype_of(x.shape()), len)};
+    return lower_inst(x, ops, len, dst);
+  }
+
+  // The fused body's (or group's) instructions in order over one chunk;
+  // returns the root's leaves. An output the root wrote in place leaves
+  // `out_tiles`.
+  std::vector<Val> lower_body(const std::vector<Val>& in_vals, std::int64_t len,
+                              std::vector<std::optional<isa::TileRef>>& out_tiles) {
+    const std::vector<const hlo::Instruction*> insts = kernel_instructions();
+    std::map<const hlo::Instruction*, std::vector<Val>> vals;
+    std::map<const hlo::Instruction*, int> uses;
+    for (const hlo::Instruction* x : insts) {
+      for (const hlo::Instruction* o : x->operands()) ++uses[o];
+    }
+    // A group's external operands are its stream inputs.
+    if (k_.group != nullptr) {
+      for (std::size_t i = 0; i < k_.group->inputs.size() && i < in_vals.size(); ++i) {
+        vals[k_.group->inputs[i]] = {in_vals[i]};
+      }
+    }
+    const hlo::Instruction* root = k_.body != nullptr ? k_.body->root() : k_.group->root;
+    // The root writes the single aligned output directly.
+    const isa::TileRef* root_dst = nullptr;
+    if (outs_.size() == 1 && out_tiles[0] && root != nullptr && !root->shape().is_tuple()) root_dst = &*out_tiles[0];
+    for (const hlo::Instruction* x : insts) {
+      const bool computed = x->opcode() != Opcode::kParameter && x->opcode() != Opcode::kConstant;
+      const isa::TileRef* dst = x == root ? root_dst : nullptr;
+      vals[x] = body_value(*x, vals, in_vals, len, dst);
+      if (!computed) continue;
+      if (dst != nullptr && x->opcode() != Opcode::kTuple && !vals[x].empty() && vals[x][0].tile == *dst) {
+        out_tiles[0].reset();
+      }
+      // Free operands no longer used (pooled temps only; the tuple keeps its leaves).
+      for (const hlo::Instruction* o : x->operands()) {
+        if (--uses[o] == 0 && o != root && x->opcode() != Opcode::kTuple) {
+          bool shared = false;
+          for (const Val& v : vals[o]) {
+            for (const Val& w : vals[x]) shared = shared || v.tile == w.tile;
+          }
+          if (!shared) {
+            for (const Val& v : vals[o]) release(v);
+          }
+        }
+      }
+    }
+    return root != nullptr ? vals[root] : std::vector<Val>{};
+  }
+
+  // Aligned outputs not written in place: a copy (or convert) from the result.
+  void materialize_outputs(const std::vector<Val>& results, const std::vector<std::optional<isa::TileRef>>& out_tiles,
+                           std::int64_t len) {
+    for (std::size_t o = 0; o < outs_.size(); ++o) {
+      if (!out_tiles[o]) continue;
+      const Val* src = o < results.size() ? &results[o] : (results.empty() ? nullptr : &results[0]);
+      if (src != nullptr && src->tile == *out_tiles[o]) continue;  // written in place (a sort's last stage)
+      Val tmp;
+      if (src == nullptr) {
+        tmp = standin(Form::kFull, outs_[o].a.dtype, len);
+        src = &tmp;
+      }
+      isa::VpuElementwise e;
+      e.op = src->dtype == outs_[o].a.dtype ? isa::VpuOp::kCopy : isa::VpuOp::kConvert;
+      e.dst = *out_tiles[o];
+      e.a = src->tile;
+      c_.emit(e);
+    }
+  }
+
+  void compute_chunk(std::int64_t i) {
+    const std::int64_t r0 = i * q_;
+    const std::int64_t len = std::min(q_, rows_ - r0);
+    const std::vector<Val> in_vals = chunk_inputs(i, len);
     // Output staging tiles for aligned streamed outputs.
     std::vector<std::optional<isa::TileRef>> out_tiles;
     for (const ArrayStream& s : outs_) {
@@ -1040,94 +1144,9 @@ class Streamer {
       results = lower_inst(*k_.single, ops, len, dst);
       if (dst != nullptr && !results.empty() && results[0].tile == *dst) out_tiles[0].reset();
     } else {
-      const std::vector<const hlo::Instruction*> insts = kernel_instructions();
-      std::map<const hlo::Instruction*, std::vector<Val>> vals;
-      std::map<const hlo::Instruction*, int> uses;
-      for (const hlo::Instruction* x : insts) {
-        for (const hlo::Instruction* o : x->operands()) ++uses[o];
-      }
-      // A group's external operands are its stream inputs.
-      if (k_.group != nullptr) {
-        for (std::size_t i = 0; i < k_.group->inputs.size() && i < in_vals.size(); ++i) {
-          vals[k_.group->inputs[i]] = {in_vals[i]};
-        }
-      }
-      const hlo::Instruction* root = k_.body != nullptr ? k_.body->root() : k_.group->root;
-      // The root writes the single aligned output directly.
-      const isa::TileRef* root_dst = nullptr;
-      if (outs_.size() == 1 && out_tiles[0] && root != nullptr && !root->shape().is_tuple()) root_dst = &*out_tiles[0];
-      for (const hlo::Instruction* x : insts) {
-        if (x->opcode() == Opcode::kParameter) {
-          const auto p = static_cast<std::size_t>(std::max<std::int64_t>(0, x->parameter_number()));
-          if (p < in_vals.size()) {
-            vals[x] = {in_vals[p]};
-          } else {
-            vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
-          }
-          continue;
-        }
-        if (x->opcode() == Opcode::kConstant) {
-          vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
-          continue;
-        }
-        std::vector<const Val*> ops;
-        for (const hlo::Instruction* o : x->operands()) {
-          auto it = vals.find(o);
-          if (it == vals.end() || it->second.empty()) continue;
-          std::size_t leaf = 0;
-          if (x->opcode() == Opcode::kGetTupleElement) {
-            leaf = static_cast<std::size_t>(std::max<std::int64_t>(0, hlo::int_attr(*x, hlo::AttrId::kIndex).value_or(0)));
-            if (leaf >= it->second.size()) leaf = 0;
-          }
-          ops.push_back(&it->second[leaf]);
-        }
-        if (x->opcode() == Opcode::kTuple) {
-          // A tuple passes its operands' leaves through.
-          std::vector<Val> leaves;
-          for (const hlo::Instruction* o : x->operands()) {
-            auto it = vals.find(o);
-            if (it != vals.end()) leaves.insert(leaves.end(), it->second.begin(), it->second.end());
-          }
-          vals[x] = leaves;
-        } else if (ops.empty() && x->operand_count() > 0) {
-          vals[x] = {standin(form_of_shape(x->shape()), dtype_of(x->shape()), len)};
-        } else {
-          const isa::TileRef* dst = x == root ? root_dst : nullptr;
-          auto leaves = lower_inst(*x, ops, len, dst);
-          if (dst != nullptr && !leaves.empty() && leaves[0].tile == *dst) out_tiles[0].reset();
-          vals[x] = std::move(leaves);
-        }
-        // Free operands no longer used (pooled temps only; the tuple keeps its leaves).
-        for (const hlo::Instruction* o : x->operands()) {
-          if (--uses[o] == 0 && o != root && x->opcode() != Opcode::kTuple) {
-            bool shared = false;
-            for (const Val& v : vals[o]) {
-              for (const Val& w : vals[x]) shared = shared || v.tile == w.tile;
-            }
-            if (!shared) {
-              for (const Val& v : vals[o]) release(v);
-            }
-          }
-        }
-      }
-      if (root != nullptr) results = vals[root];
+      results = lower_body(in_vals, len, out_tiles);
     }
-    // Materialize aligned outputs not written in place.
-    for (std::size_t o = 0; o < outs_.size(); ++o) {
-      if (!out_tiles[o]) continue;
-      const Val* src = o < results.size() ? &results[o] : (results.empty() ? nullptr : &results[0]);
-      if (src != nullptr && src->tile == *out_tiles[o]) continue;  // written in place (a sort's last stage)
-      Val tmp;
-      if (src == nullptr) {
-        tmp = standin(Form::kFull, outs_[o].a.dtype, len);
-        src = &tmp;
-      }
-      isa::VpuElementwise e;
-      e.op = src->dtype == outs_[o].a.dtype ? isa::VpuOp::kCopy : isa::VpuOp::kConvert;
-      e.dst = *out_tiles[o];
-      e.a = src->tile;
-      c_.emit(e);
-    }
+    materialize_outputs(results, out_tiles, len);
     // Return every pooled temp: the next chunk starts from a full pool.
     // (Pool buffers are reused; the scoreboard orders the reuse.)
     pool_.clear();
