@@ -235,7 +235,7 @@ class Converter {
       v = v.substr(0, hash);
     }
     const auto it = s.values.find(v);
-    if (it == s.values.end()) return fail(t, fmt::format("use of undefined value '{}'", v));
+    if (it == s.values.end()) return fail(t, fmt::format("use of undefined value '{}' (values from outside a region are not supported: define them inside or pass them as operands)", v));
     if (index < 0) return name = it->second.name, true;
     const auto& elems = it->second.shape.elements;
     if (index >= static_cast<std::int64_t>(elems.size())) return fail(t, fmt::format("'{}' has no result #{}", v, index));
@@ -611,6 +611,7 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.while", &Converter::while_loop},
       {"stablehlo.return", &Converter::ret},
       {"func.return", &Converter::ret},
+      {"return", &Converter::ret},
       {"func.call", &Converter::call},
       {"call", &Converter::call},
   };

@@ -157,7 +157,7 @@ class Parser {
       if (peek().kind != TokKind::kType) return fail(peek(), fmt::format("expected a result type, found {}", found())), false;
       f.result_types.push_back(peek());
       ++i_;
-      return skip_trailers();
+      return true;  // a '{' here opens the body
     }
     ++i_;
     while (!is(peek(), ")")) {
