@@ -22,33 +22,7 @@ std::string read(const std::string& path) {
 const std::string kMlp = std::string(TPUSIM_SOURCE_DIR) + "/workloads/stablehlo/mlp.mlir";
 
 // The same program written by hand in HLO.
-constexpr const char* kMlpHlo = R"(HloModule jit_mlp
-%dense (a: f32[8,32], b: f32[32,4]) -> f32[8,4] {
-  %a = f32[8,32] parameter(0)
-  %b = f32[32,4] parameter(1)
-  %d = f32[8,4] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %init = f32[] constant(-inf)
-  %r = f32[8] reduce(%d, %init), dimensions={1}, to_apply=%max
-  %bc = f32[8,4] broadcast(%r), dimensions={0}
-  %s = f32[8,4] subtract(%d, %bc)
-  ROOT %e = f32[8,4] exponential(%s)
-}
-%max (x: f32[], y: f32[]) -> f32[] {
-  %x = f32[] parameter(0)
-  %y = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%x, %y)
-}
-ENTRY %main (x: f32[8,16], w1: f32[16,32], w2: f32[32,4]) -> f32[8,4] {
-  %x = f32[8,16] parameter(0)
-  %w1 = f32[16,32] parameter(1)
-  %w2 = f32[32,4] parameter(2)
-  %d = f32[8,32] dot(%x, %w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  %z = f32[] constant(0)
-  %zb = f32[8,32] broadcast(%z), dimensions={}
-  %h = f32[8,32] maximum(%d, %zb)
-  ROOT %c = f32[8,4] call(%h, %w2), to_apply=%dense
-}
-)";
+const std::string kMlpHlo = std::string(TPUSIM_SOURCE_DIR) + "/workloads/stablehlo/mlp.hlo";
 
 hlo::RooflineReport roofline_of(const hlo::ParsedFile& parsed) {
   EXPECT_TRUE(parsed.ok()) << format_all(parsed.errors());
@@ -68,7 +42,7 @@ TEST(StableHlo, MlpFlopsByHand) {
 
 TEST(StableHlo, MlpEqualsHandWrittenHlo) {
   const auto a = roofline_of(parse_model_file(kMlp));
-  const auto b = roofline_of(hlo::parse_hlo(kMlpHlo, "mlp.hlo"));
+  const auto b = roofline_of(hlo::parse_hlo_file(kMlpHlo));
   EXPECT_DOUBLE_EQ(a.total.flops, b.total.flops);
   EXPECT_DOUBLE_EQ(a.total.bytes_accessed, b.total.bytes_accessed);
   EXPECT_DOUBLE_EQ(a.total.transcendentals, b.total.transcendentals);
@@ -86,7 +60,7 @@ TEST(StableHlo, DetectsMlirByContent) {
   EXPECT_TRUE(looks_like_mlir("func.func @main() {\n}"));
   EXPECT_TRUE(looks_like_mlir("#loc = loc(unknown)\nmodule {}"));
   EXPECT_FALSE(looks_like_mlir("HloModule m\nENTRY e { ROOT c = f32[] constant(1) }"));
-  EXPECT_FALSE(looks_like_mlir(kMlpHlo));
+  EXPECT_FALSE(looks_like_mlir(read(kMlpHlo)));
 }
 
 TEST(StableHlo, GenericSyntaxAndWhile) {
