@@ -42,8 +42,10 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
                          tensorcores_per_device(chip))};
     return std::nullopt;
   }
-  auto parsed = stablehlo::parse_model_file(path, {.strict = strict});
+  std::string converted_notes;
+  auto parsed = stablehlo::parse_model_file(path, {.strict = strict}, &converted_notes);
   const std::string warnings = hlo::format_warnings(parsed.warnings());
+  if (notes != nullptr) *notes << converted_notes;
   if (notes != nullptr) *notes << warnings;
   if (!parsed.ok()) {
     error = {kUsageError, format_all(parsed.errors())};

@@ -286,8 +286,9 @@ int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream
                                : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
                                                             : hlo::AnalyzeFormat::kText;
   std::string warnings;
-  auto r = hlo::analyze_parsed(stablehlo::parse_model_file(input, {.strict = opt.strict}), rates, f, &warnings);
-  err << warnings;
+  std::string notes;
+  auto r = hlo::analyze_parsed(stablehlo::parse_model_file(input, {.strict = opt.strict}, &notes), rates, f, &warnings);
+  err << notes << warnings;
   if (!r.ok()) {
     err << format_all(r.errors());
     return kUsageError;

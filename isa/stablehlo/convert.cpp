@@ -629,10 +629,14 @@ Result<HloText> Converter::run() {
     }
   }
   if (main == nullptr) main = &m_.funcs.front();
-  out_.text = fmt::format("HloModule {}", sanitize(m_.name));
-  if (m_.num_partitions > 1) out_.text += fmt::format(", num_partitions={}", m_.num_partitions);
-  if (m_.num_replicas > 1) out_.text += fmt::format(", replica_count={}", m_.num_replicas);
-  out_.text += "\n\n";
+  // Collectives do not convert (an error), so a module that converts is a
+  // single-device program whatever device counts it declares.
+  out_.text = fmt::format("HloModule {}\n\n", sanitize(m_.name));
+  if (m_.num_partitions > 1 || m_.num_replicas > 1) {
+    out_.notes.push_back(fmt::format("the module declares mhlo.num_partitions = {} and mhlo.num_replicas = {} but has no "
+                                     "collectives: a single-device program, simulated on one chip",
+                                     m_.num_partitions, m_.num_replicas));
+  }
   out_.origin.push_back(main->at);
   out_.origin.push_back(main->at);
   if (!function(*main, true)) return errs_;

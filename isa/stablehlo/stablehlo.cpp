@@ -51,7 +51,8 @@ Result<std::string> stablehlo_to_hlo_text(std::string_view text, const std::stri
   return std::move(hlo->text);
 }
 
-hlo::ParsedFile parse_stablehlo(std::string text, std::string file, const hlo::ParseOptions& options) {
+hlo::ParsedFile parse_stablehlo(std::string text, std::string file, const hlo::ParseOptions& options,
+                                std::string* notes) {
   hlo::ParsedFile failed;
   auto module = parse_mlir(text, file);
   if (!module.ok()) {
@@ -63,6 +64,13 @@ hlo::ParsedFile parse_stablehlo(std::string text, std::string file, const hlo::P
     failed.modules.emplace_back(converted.errors());
     return failed;
   }
+  if (notes != nullptr) {
+    if (text.find("mhlo.sharding") != std::string::npos && converted->notes.empty()) {
+      converted->notes.push_back("parameters carry mhlo.sharding but the module has no collectives: a single-device "
+                                 "program, simulated on one chip");
+    }
+    for (const auto& n : converted->notes) *notes += fmt::format("{}: note: {}\n", file, n);
+  }
   hlo::ParsedFile parsed = hlo::parse_hlo(converted->text, file + " (converted to HLO)", options);
   for (auto& m : parsed.modules) {
     if (m.ok()) continue;
@@ -73,7 +81,7 @@ hlo::ParsedFile parse_stablehlo(std::string text, std::string file, const hlo::P
   return parsed;
 }
 
-hlo::ParsedFile parse_model_file(const std::string& path, const hlo::ParseOptions& options) {
+hlo::ParsedFile parse_model_file(const std::string& path, const hlo::ParseOptions& options, std::string* notes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     hlo::ParsedFile failed;
@@ -83,7 +91,7 @@ hlo::ParsedFile parse_model_file(const std::string& path, const hlo::ParseOption
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  if (path.ends_with(".mlir") || looks_like_mlir(text)) return parse_stablehlo(std::move(text), path, options);
+  if (path.ends_with(".mlir") || looks_like_mlir(text)) return parse_stablehlo(std::move(text), path, options, notes);
   return hlo::parse_hlo(std::move(text), path, options);
 }
 

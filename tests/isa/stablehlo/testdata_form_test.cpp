@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "isa/hlo/analysis.h"
+#include "isa/hlo/devices.h"
 #include "isa/stablehlo/stablehlo.h"
 
 namespace tpusim::stablehlo {
@@ -45,6 +46,29 @@ TEST(StableHloTestdataForm, BadResultIndexIsLocated) {
   const Diagnostic d = parsed.errors().at(0);  // errors() returns a copy
   EXPECT_EQ(d.line, 6);
   EXPECT_NE(d.message.find("no result #7"), std::string::npos) << d.file << ":" << d.line << ":" << d.column << ": " << d.message;
+}
+
+}  // namespace
+}  // namespace tpusim::stablehlo
+
+namespace tpusim::stablehlo {
+namespace {
+
+// Shardings or device counts without collectives: one device, said in a note.
+TEST(StableHloDevices, ShardedWithoutCollectivesIsOneDevice) {
+  constexpr const char* text = R"(module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8x8xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) -> (tensor<8x8xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<8x8xf32>
+    return %0 : tensor<8x8xf32>
+  }
+}
+)";
+  std::string notes;
+  const auto parsed = parse_stablehlo(text, "sharded.mlir", {}, &notes);
+  ASSERT_TRUE(parsed.ok()) << format_all(parsed.errors());
+  EXPECT_NE(notes.find("sharded.mlir: note: the module declares mhlo.num_partitions = 4"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("single-device program"), std::string::npos) << notes;
+  EXPECT_EQ(hlo::module_devices(*parsed.modules[0].value()).count, 1);
 }
 
 }  // namespace
