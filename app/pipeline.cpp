@@ -8,6 +8,7 @@
 #include "isa/assembler.h"
 #include "isa/hlo/devices.h"
 #include "isa/hlo/parser.h"
+#include "isa/stablehlo/stablehlo.h"
 #include "isa/lower/fusion.h"
 #include "isa/verifier.h"
 #include "common/units.h"
@@ -16,7 +17,14 @@
 namespace tpusim::app {
 
 bool is_hlo_path(const std::string& path) {
-  return path.ends_with(".hlo") || path.ends_with(".txt") || path.ends_with(".hlotxt");
+  if (path.ends_with(".hlo") || path.ends_with(".txt") || path.ends_with(".hlotxt") || path.ends_with(".mlir")) return true;
+  if (path.ends_with(".tasm")) return false;
+  // StableHLO is recognized by content too (a `module`/`func.func` first, or stablehlo ops).
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return stablehlo::looks_like_mlir(head);
 }
 
 std::string path_for_chips(std::string path, std::int64_t chips) {
@@ -34,8 +42,10 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
                          tensorcores_per_device(chip))};
     return std::nullopt;
   }
-  auto parsed = hlo::parse_hlo_file(path, {.strict = strict});
+  std::string converted_notes;
+  auto parsed = stablehlo::parse_model_file(path, {.strict = strict}, &converted_notes);
   const std::string warnings = hlo::format_warnings(parsed.warnings());
+  if (notes != nullptr) *notes << converted_notes;
   if (notes != nullptr) *notes << warnings;
   if (!parsed.ok()) {
     error = {kUsageError, format_all(parsed.errors())};

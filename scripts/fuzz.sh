@@ -21,7 +21,7 @@ if ! grep -qs '^TPUSIM_BUILD_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt"; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER=clang++ -DTPUSIM_BUILD_FUZZ=ON -DTPUSIM_BUILD_BENCH=OFF >/dev/null
 fi
-ninja -C "$BUILD" -j"$JOBS" hlo_parser_fuzz tasm_fuzz config_fuzz sweep_spec_fuzz
+ninja -C "$BUILD" -j"$JOBS" hlo_parser_fuzz stablehlo_parser_fuzz tasm_fuzz config_fuzz sweep_spec_fuzz
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -44,7 +44,10 @@ cp "$ROOT"/tests/fuzz/hlo_seeds/*.hlo "$WORK/corpus/"
 
 # The assembler/verifier and the config loader, each from its shipped inputs.
 SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))   # 15 s at the default 60
-mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep"
+mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep" "$WORK/mlir"
+cp "$ROOT"/tests/fuzz/stablehlo_seeds/*.mlir "$ROOT"/workloads/stablehlo/*.mlir "$WORK/mlir/"
+"$BUILD/tests/fuzz/stablehlo_parser_fuzz" -max_total_time="$SHORT" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 -artifact_prefix="$BUILD/crash-stablehlo-" "$WORK/mlir"
 cp "$ROOT"/workloads/asm/*.tasm "$WORK/tasm/"
 cp "$ROOT"/configs/chips/*.yaml "$WORK/yaml/"
 cp "$ROOT"/configs/sweeps/*.yaml "$WORK/sweep/"

@@ -95,7 +95,7 @@ struct CliState {
 
 void add_run_command(CLI::App& app, CliState& s) {
   auto* run_cmd = app.add_subcommand("run", "Compile (HLO) or assemble (.tasm) a program and simulate it");
-  run_cmd->add_option("input", s.input, "model.hlo or prog.tasm")->required();
+  run_cmd->add_option("input", s.input, "model.hlo, model.mlir (StableHLO text) or prog.tasm")->required();
   add_common_options(*run_cmd, s.opt);
   run_cmd->add_option("--trace", s.run_opt.trace_path,
                       "Write a Chrome/Perfetto trace (JSON): per TensorCore an HLO-op track and every unit's track")
@@ -145,13 +145,13 @@ void add_run_command(CLI::App& app, CliState& s) {
 
 void add_analysis_commands(CLI::App& app, CliState& s) {
   auto* analyze = app.add_subcommand("analyze", "Roofline analysis of an HLO module (FLOPs, bytes, bound per op)");
-  analyze->add_option("input", s.input, "model.hlo")->required();
+  analyze->add_option("input", s.input, "model.hlo or model.mlir (StableHLO text)")->required();
   add_common_options(*analyze, s.opt);
   add_strict_option(*analyze, s.opt);
   analyze->callback([&s] { s.action = [&s] { return cmd_analyze(s.opt, s.input, s.out, s.err); }; });
 
   auto* lower = app.add_subcommand("lower", "Compile an HLO module to tpusim assembly");
-  lower->add_option("input", s.input, "model.hlo")->required();
+  lower->add_option("input", s.input, "model.hlo or model.mlir (StableHLO text)")->required();
   add_common_options(*lower, s.opt);
   add_strict_option(*lower, s.opt);
   add_reuse_option(*lower, s.opt);

@@ -13,6 +13,7 @@
 #include "app/validate/validate_collective.h"
 #include "common/json_text.h"
 #include "isa/assembler.h"
+#include "isa/stablehlo/stablehlo.h"
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/devices.h"
 #include "isa/hlo/parser.h"
@@ -135,7 +136,7 @@ std::optional<std::string> auto_system(const CommonOptions& opt, const std::stri
   }
   LoadedConfig base;
   if (!load_chip(opt, base, err)) return std::nullopt;
-  auto parsed = hlo::parse_hlo_file(input, {.strict = opt.strict});
+  auto parsed = stablehlo::parse_model_file(input, {.strict = opt.strict});
   if (!parsed.ok()) {
     err << format_all(parsed.errors());
     return std::nullopt;
@@ -285,8 +286,9 @@ int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream
                                : opt.format == Format::kCsv ? hlo::AnalyzeFormat::kCsv
                                                             : hlo::AnalyzeFormat::kText;
   std::string warnings;
-  auto r = hlo::analyze_hlo_file(input, rates, f, {.strict = opt.strict}, &warnings);
-  err << warnings;
+  std::string notes;
+  auto r = hlo::analyze_parsed(stablehlo::parse_model_file(input, {.strict = opt.strict}, &notes), rates, f, &warnings);
+  err << notes << warnings;
   if (!r.ok()) {
     err << format_all(r.errors());
     return kUsageError;

@@ -353,6 +353,11 @@ Result<std::string> analyze_hlo_file(const std::string& path, const RooflineRate
   return analyze(parse_hlo_file(path, options), rates, format, warnings);
 }
 
+Result<std::string> analyze_parsed(ParsedFile parsed, const RooflineRates& rates, AnalyzeFormat format,
+                                   std::string* warnings) {
+  return analyze(std::move(parsed), rates, format, warnings);
+}
+
 Result<std::string> analyze_hlo_text(std::string text, std::string file_name, const RooflineRates& rates,
                                      AnalyzeFormat format) {
   return analyze(parse_hlo(std::move(text), std::move(file_name)), rates, format, nullptr);

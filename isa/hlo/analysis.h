@@ -121,6 +121,9 @@ std::optional<AnalyzeFormat> parse_analyze_format(std::string_view s);  // "text
 Result<std::string> analyze_hlo_file(const std::string& path, const RooflineRates& rates,
                                      AnalyzeFormat format, const ParseOptions& options = {},
                                      std::string* warnings = nullptr);
+// Same on a file already parsed (the StableHLO front end converts, then parses).
+Result<std::string> analyze_parsed(ParsedFile parsed, const RooflineRates& rates, AnalyzeFormat format,
+                                   std::string* warnings = nullptr);
 // Same on text already in memory (tests, stdin).
 Result<std::string> analyze_hlo_text(std::string text, std::string file_name, const RooflineRates& rates,
                                      AnalyzeFormat format);

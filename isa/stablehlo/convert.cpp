@@ -1,0 +1,652 @@
+#include "isa/stablehlo/convert.h"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <fmt/format.h>
+#include <set>
+
+#include "isa/hlo/element_type.h"
+#include "isa/hlo/opcode.h"
+
+namespace tpusim::stablehlo {
+namespace {
+
+struct Shape {
+  std::string hlo;  // "f32[2,3]", "(f32[], s32[])"
+  std::vector<Shape> elements;  // tuple elements
+};
+
+struct Value {
+  std::string name;  // HLO instruction name
+  Shape shape;
+  std::size_t line = 0;  // the computation line that defines it
+};
+
+struct Line {
+  std::string text;
+  Token origin;
+};
+
+struct Scope {
+  std::string prefix;
+  std::map<std::string, Value, std::less<>> values;
+  std::vector<Line> lines;
+  std::vector<Value> params;
+  std::string root;  // set by the return op
+};
+
+bool is(const Token& t, std::string_view s) { return t.text == s && t.kind != TokKind::kString; }
+bool opens(const Token& t) { return t.kind == TokKind::kPunct && (t.text == "(" || t.text == "[" || t.text == "{" || t.text == "<"); }
+bool closes(const Token& t) { return t.kind == TokKind::kPunct && (t.text == ")" || t.text == "]" || t.text == "}" || t.text == ">"); }
+
+std::string sanitize(std::string_view s) {
+  std::string out;
+  for (const char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
+  return out;
+}
+
+std::string join(const std::vector<std::int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+
+// MLIR element type -> HLO element type name ("" when unknown).
+std::string element_type(std::string_view t) {
+  if (t == "i1") return "pred";
+  if (t == "complex<f32>") return "c64";
+  if (t == "complex<f64>") return "c128";
+  std::string s;
+  for (const char c : t) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.starts_with("ui")) s = "u" + s.substr(2);
+  else if (s.starts_with("si")) s = "s" + s.substr(2);
+  else if (s.starts_with("i")) s = "s" + s.substr(1);
+  return hlo::element_type_from_name(s) ? s : "";
+}
+
+class Converter {
+ public:
+  Converter(const MlirModule& m, std::string_view src, const std::string& file) : m_(m), src_(src), file_(file) {}
+  Result<HloText> run();
+
+ private:
+  using Handler = bool (Converter::*)(const Op&, Scope&);
+  struct Rule {
+    std::string_view name;
+    Handler handler;
+  };
+  static const std::vector<Rule>& rules();
+
+  const MlirModule& m_;
+  std::string_view src_;
+  const std::string& file_;
+  std::vector<Diagnostic> errs_;
+  HloText out_;
+  std::set<std::string, std::less<>> done_, active_;
+  int regions_ = 0;
+
+  bool fail(const Token& at, std::string msg) {
+    errs_.push_back({file_, static_cast<int>(at.line), static_cast<int>(at.column), std::move(msg),
+                     std::string(line_of(src_, static_cast<int>(at.line)))});
+    return false;
+  }
+
+  // ---- types ----
+  bool shape_of(const Token& t, Shape& out) {
+    std::string_view s = t.text;
+    if (s == "!stablehlo.token") return out.hlo = "token[]", true;
+    if (s.starts_with("tuple<")) return tuple_shape(t, s.substr(6, s.size() - 7), out);
+    if (!s.starts_with("tensor<")) return fail(t, fmt::format("unsupported type '{}': expected tensor<...>", s));
+    s = s.substr(7, s.size() - 8);
+    if (const auto comma = s.find(','); comma != std::string_view::npos) s = s.substr(0, comma);  // encoding
+    std::vector<std::int64_t> dims;
+    while (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '?')) {
+      const auto x = s.find('x');
+      if (s[0] == '?') return fail(t, fmt::format("dynamic dimension in '{}': only static shapes are supported", t.text));
+      std::int64_t d = 0;
+      const auto r = std::from_chars(s.data(), s.data() + (x == std::string_view::npos ? s.size() : x), d);
+      if (r.ec != std::errc() || x == std::string_view::npos) return fail(t, fmt::format("malformed tensor type '{}'", t.text));
+      dims.push_back(d);
+      s = s.substr(x + 1);
+    }
+    const std::string e = element_type(s);
+    if (e.empty()) return fail(t, fmt::format("unsupported element type '{}' in '{}'", s, t.text));
+    out.hlo = fmt::format("{}[{}]", e, join(dims));
+    return true;
+  }
+  bool tuple_shape(const Token& t, std::string_view inner, Shape& out) {
+    // Element types at depth 0, split on commas.
+    std::vector<std::string> parts;
+    int depth = 0;
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i <= inner.size(); ++i) {
+      if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
+        std::string_view p = inner.substr(begin, i - begin);
+        while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+        if (!p.empty()) parts.emplace_back(p);
+        begin = i + 1;
+      } else if (inner[i] == '<') {
+        ++depth;
+      } else if (inner[i] == '>') {
+        --depth;
+      }
+    }
+    std::vector<std::string> hlos;
+    for (const auto& p : parts) {
+      Token sub = t;
+      sub.text = p;
+      Shape e;
+      if (!shape_of(sub, e)) return false;
+      hlos.push_back(e.hlo);
+      out.elements.push_back(e);
+    }
+    out.hlo = fmt::format("({})", fmt::join(hlos, ", "));
+    return true;
+  }
+  // Result types: the types after the op's last top-level ':' (after '->' when there is one).
+  std::vector<Token> result_types(const Op& op, bool all = false) {
+    int depth = 0;
+    std::size_t colon = op.tokens.size();
+    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+      if (opens(op.tokens[i])) ++depth;
+      if (closes(op.tokens[i])) --depth;
+      if (depth == 0 && is(op.tokens[i], ":")) colon = i;
+    }
+    std::vector<Token> types;
+    for (std::size_t i = colon; i < op.tokens.size(); ++i) {
+      if (is(op.tokens[i], "->")) types.clear(), all = true;
+      if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
+    }
+    if (!all && types.size() > 1) types.erase(types.begin(), types.end() - 1);
+    return types;
+  }
+  bool result_shape(const Op& op, Shape& out) {
+    const auto types = result_types(op);
+    if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
+    if (types.size() == 1) return shape_of(types[0], out);
+    std::vector<std::string> hlos;
+    for (const auto& t : types) {
+      Shape e;
+      if (!shape_of(t, e)) return false;
+      hlos.push_back(e.hlo);
+      out.elements.push_back(e);
+    }
+    out.hlo = fmt::format("({})", fmt::join(hlos, ", "));
+    return true;
+  }
+
+  // ---- attributes ----
+  // The integers of `key = [..]`, `key = array<i64: ..>`, `key = N`; `second` gets `[..] x [..]`'s right list.
+  bool ints(const Op& op, std::string_view key, std::vector<std::int64_t>& out, std::vector<std::int64_t>* second = nullptr) {
+    const auto& t = op.tokens;
+    for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+      if (!is(t[i], key) || !is(t[i + 1], "=")) continue;
+      std::size_t k = i + 2;
+      read_list(t, k, out);
+      if (second != nullptr && k < t.size() && is(t[k], "x")) read_list(t, ++k, *second);
+      return true;
+    }
+    return false;
+  }
+  static void read_list(const std::vector<Token>& t, std::size_t& k, std::vector<std::int64_t>& out) {
+    if (k < t.size() && is(t[k], "array")) ++k;
+    if (k < t.size() && t[k].kind == TokKind::kNumber) {
+      out.push_back(to_int(t[k++].text));
+      return;
+    }
+    int depth = 0;
+    do {
+      if (k >= t.size()) return;
+      if (opens(t[k])) ++depth;
+      if (closes(t[k])) --depth;
+      const bool typed = k + 1 < t.size() && is(t[k + 1], ":") && t[k].kind == TokKind::kIdent;
+      if (t[k].kind == TokKind::kNumber && !typed) out.push_back(to_int(t[k].text));
+      ++k;
+    } while (depth > 0);
+  }
+  static std::int64_t to_int(std::string_view s) {
+    std::int64_t v = 0;
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    return v;
+  }
+  static std::string word_in(const Op& op, std::initializer_list<std::string_view> words) {
+    for (const auto& t : op.tokens) {
+      for (const auto w : words) {
+        if (is(t, w)) return std::string(w);
+      }
+    }
+    return "";
+  }
+
+  // ---- values ----
+  bool operands(const Op& op, Scope& s, std::vector<std::string>& out) {
+    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+      const Token& t = op.tokens[i];
+      if (t.kind != TokKind::kValue || (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "="))) continue;
+      std::string name;
+      if (!use(t, s, name)) return false;
+      out.push_back(name);
+    }
+    return true;
+  }
+  bool use(const Token& t, Scope& s, std::string& name) {
+    std::string_view v = t.text;
+    std::int64_t index = -1;
+    if (const auto hash = v.find('#'); hash != std::string_view::npos) {
+      index = to_int(v.substr(hash + 1));
+      v = v.substr(0, hash);
+    }
+    const auto it = s.values.find(v);
+    if (it == s.values.end()) return fail(t, fmt::format("use of undefined value '{}' (values from outside a region are not supported: define them inside or pass them as operands)", v));
+    if (index < 0) return name = it->second.name, true;
+    const auto& elems = it->second.shape.elements;
+    if (index >= static_cast<std::int64_t>(elems.size())) return fail(t, fmt::format("'{}' has no result #{}", v, index));
+    const std::string key = fmt::format("{}#{}", v, index);
+    if (const auto got = s.values.find(key); got != s.values.end()) return name = got->second.name, true;
+    name = fmt::format("{}.{}.{}", s.prefix, sanitize(v.substr(1)), index);
+    add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", name, elems[index].hlo, it->second.name, index), t);
+    s.values[key] = {name, elems[index], s.lines.size() - 1};
+    return true;
+  }
+  void add_line(Scope& s, std::string text, const Token& origin) { s.lines.push_back({std::move(text), origin}); }
+  std::string metadata(const Op& op) const {
+    std::string n = op.op_name;
+    if (n.starts_with("#")) {
+      const auto it = m_.loc_aliases.find(n);
+      n = it == m_.loc_aliases.end() ? "" : it->second;
+    }
+    return n.empty() ? "" : fmt::format(", metadata={{op_name=\"{}\"}}", n);
+  }
+  // One HLO instruction for `op`'s result(s).
+  bool emit(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::vector<std::string>& args,
+            const std::string& attrs) {
+    const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
+    const std::string name = fmt::format("{}.{}", s.prefix, base);
+    std::string ops;
+    for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
+    return emit_raw(op, s, shape, opcode, ops, attrs);
+  }
+  bool emit_raw(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::string& ops,
+                const std::string& attrs) {
+    const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
+    const std::string name = fmt::format("{}.{}", s.prefix, base);
+    add_line(s, fmt::format("%{} = {} {}({}){}{}", name, shape.hlo, opcode, ops, attrs, metadata(op)), op.at);
+    if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
+    return true;
+  }
+  bool simple(const Op& op, Scope& s, std::string_view opcode, const std::string& attrs = "") {
+    Shape shape;
+    std::vector<std::string> args;
+    return result_shape(op, shape) && operands(op, s, args) && emit(op, s, shape, opcode, args, attrs);
+  }
+
+  // ---- ops ----
+  bool elementwise(const Op& op, Scope& s) {
+    std::string name(op.name.substr(op.name.find('.') + 1));
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (name == "optimization-barrier") name = "opt-barrier";
+    return simple(op, s, name);
+  }
+  bool constant(const Op& op, Scope& s) {
+    Shape shape;
+    if (!result_shape(op, shape)) return false;
+    const auto dense = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kDense; });
+    if (dense == op.tokens.end()) return fail(op.at, "expected a dense<...> or dense_resource<...> value in the constant");
+    std::string literal = "{...}";  // elided: the value does not change the cost
+    if (dense->text.starts_with("dense<") && shape.hlo.ends_with("[]")) {
+      if (!scalar(*dense, shape, literal)) return false;
+    }
+    return emit_raw(op, s, shape, "constant", literal, "");
+  }
+  bool scalar(const Token& dense, const Shape& shape, std::string& literal) {
+    std::string_view v = dense.text.substr(6, dense.text.size() - 7);
+    if (v.starts_with("\"0x")) return hex_scalar(dense, v.substr(3, v.size() - 4), shape, literal);
+    if (v.starts_with("(")) return literal = std::string(v), true;
+    if (v == "true" || v == "false" || !v.empty()) return literal = std::string(v), true;
+    return fail(dense, "empty dense<> literal");
+  }
+  bool hex_scalar(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
+    std::uint64_t bits = 0;
+    // The blob is little-endian bytes.
+    for (std::size_t i = 0; i + 1 < hex.size() && i < 16; i += 2) {
+      std::uint64_t byte = 0;
+      std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+      bits |= byte << (4 * i);
+    }
+    const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
+    if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
+    if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
+    if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
+    if (e.starts_with("s") || e.starts_with("u")) return literal = std::to_string(bits), true;
+    if (e == "pred") return literal = bits != 0 ? "true" : "false", true;
+    return fail(dense, fmt::format("hex scalar constant of type {} is not supported", e));
+  }
+  bool broadcast(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dims;
+    if (!ints(op, "dims", dims) && !ints(op, "broadcast_dimensions", dims)) {
+      return fail(op.at, "broadcast_in_dim needs 'dims = [...]' (or broadcast_dimensions)");
+    }
+    return simple(op, s, "broadcast", fmt::format(", dimensions={{{}}}", join(dims)));
+  }
+  bool transpose(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dims;
+    if (!ints(op, "dims", dims) && !ints(op, "permutation", dims)) return fail(op.at, "transpose needs 'dims = [...]'");
+    return simple(op, s, "transpose", fmt::format(", dimensions={{{}}}", join(dims)));
+  }
+  bool iota(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dim;
+    if ((!ints(op, "dim", dim) && !ints(op, "iota_dimension", dim)) || dim.size() != 1) {
+      return fail(op.at, "iota needs 'dim = N'");
+    }
+    return simple(op, s, "iota", fmt::format(", iota_dimension={}", dim[0]));
+  }
+  bool concatenate(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dim;
+    if ((!ints(op, "dim", dim) && !ints(op, "dimension", dim)) || dim.size() != 1) {
+      return fail(op.at, "concatenate needs 'dim = N'");
+    }
+    return simple(op, s, "concatenate", fmt::format(", dimensions={{{}}}", dim[0]));
+  }
+  bool compare(const Op& op, Scope& s) {
+    const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
+    if (dir.empty()) return fail(op.at, "compare needs a direction (EQ, NE, LT, LE, GT, GE)");
+    const std::string type = word_in(op, {"TOTALORDER"});
+    return simple(op, s, "compare", fmt::format(", direction={}{}", dir, type.empty() ? "" : ", type=TOTALORDER"));
+  }
+  bool dot_general(const Op& op, Scope& s) {
+    std::vector<std::int64_t> lb, rb, lc, rc;
+    ints(op, "batching_dims", lb, &rb);
+    ints(op, "contracting_dims", lc, &rc);
+    ints(op, "lhs_batching_dimensions", lb);
+    ints(op, "rhs_batching_dimensions", rb);
+    ints(op, "lhs_contracting_dimensions", lc);
+    ints(op, "rhs_contracting_dimensions", rc);
+    std::string attrs;
+    if (!lb.empty()) attrs += fmt::format(", lhs_batch_dims={{{}}}", join(lb));
+    attrs += fmt::format(", lhs_contracting_dims={{{}}}", join(lc));
+    if (!rb.empty()) attrs += fmt::format(", rhs_batch_dims={{{}}}", join(rb));
+    attrs += fmt::format(", rhs_contracting_dims={{{}}}", join(rc));
+    return simple(op, s, "dot", attrs);
+  }
+  bool dot(const Op& op, Scope& s) {
+    // stablehlo.dot: vector/matrix product contracting lhs's last dimension with rhs's first.
+    const auto types = result_types(op, true);
+    if (types.empty()) return fail(op.at, "dot needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
+    const auto rank = static_cast<std::int64_t>(std::count(types[0].text.begin(), types[0].text.end(), 'x'));
+    return simple(op, s, "dot", fmt::format(", lhs_contracting_dims={{{}}}, rhs_contracting_dims={{0}}", std::max<std::int64_t>(rank - 1, 0)));
+  }
+  bool slice(const Op& op, Scope& s) {
+    std::vector<std::int64_t> start, limit, strides;
+    if (ints(op, "start_indices", start) && ints(op, "limit_indices", limit)) {
+      ints(op, "strides", strides);
+    } else if (!slice_pretty(op, start, limit, strides)) {
+      return fail(op.at, "slice needs '[start:limit:stride, ...]' or start_indices/limit_indices");
+    }
+    std::string spec;
+    for (std::size_t i = 0; i < start.size() && i < limit.size(); ++i) {
+      spec += fmt::format("{}[{}:{}:{}]", i == 0 ? "" : ", ", start[i], limit[i], i < strides.size() ? strides[i] : 1);
+    }
+    return simple(op, s, "slice", fmt::format(", slice={{{}}}", spec));
+  }
+  // `%x [0:2, 1:4:2]`: the numbers between '[' and ']' in start:limit[:stride] groups.
+  bool slice_pretty(const Op& op, std::vector<std::int64_t>& start, std::vector<std::int64_t>& limit,
+                    std::vector<std::int64_t>& strides) {
+    const auto& t = op.tokens;
+    const auto open = std::find_if(t.begin(), t.end(), [](const Token& x) { return is(x, "["); });
+    if (open == t.end()) return false;
+    std::vector<std::int64_t> group;
+    for (auto it = open + 1; it != t.end() && !is(*it, "]"); ++it) {
+      if (it->kind == TokKind::kNumber) group.push_back(to_int(it->text));
+      if (is(*it, ",") || is(*(it + 1), "]")) {
+        if (group.size() < 2) return false;
+        start.push_back(group[0]);
+        limit.push_back(group[1]);
+        strides.push_back(group.size() > 2 ? group[2] : 1);
+        group.clear();
+      }
+    }
+    return !start.empty();
+  }
+  bool get_tuple_element(const Op& op, Scope& s) {
+    std::vector<std::int64_t> index;
+    if (!ints(op, "index", index) || index.size() != 1) return fail(op.at, "get_tuple_element needs 'index = N'");
+    return simple(op, s, "get-tuple-element", fmt::format(", index={}", index[0]));
+  }
+  bool custom_call(const Op& op, Scope& s) {
+    const auto target = std::find_if(op.tokens.begin(), op.tokens.end(),
+                                     [](const Token& t) { return t.kind == TokKind::kSymbol || t.kind == TokKind::kString; });
+    if (target == op.tokens.end()) return fail(op.at, "custom_call needs a target (@name or call_target_name)");
+    std::string_view name = target->text.substr(1);
+    if (target->kind == TokKind::kString) name = name.substr(0, name.size() - 1);
+    if (name.starts_with("\"")) name = name.substr(1, name.size() - 2);
+    return simple(op, s, "custom-call", fmt::format(", custom_call_target=\"{}\"", name));
+  }
+  bool call(const Op& op, Scope& s) {
+    const auto callee = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kSymbol; });
+    if (callee == op.tokens.end()) return fail(op.at, "call needs a callee '@name'");
+    const std::string_view name = callee->text.substr(1);
+    const auto f = std::find_if(m_.funcs.begin(), m_.funcs.end(), [&](const Func& x) { return x.name == name; });
+    if (f == m_.funcs.end()) return fail(*callee, fmt::format("call to undefined function '@{}'", name));
+    if (!function(*f, false)) return false;
+    return simple(op, s, "call", fmt::format(", to_apply=%{}", sanitize(name)));
+  }
+  bool ret(const Op& op, Scope& s) {
+    std::vector<std::string> args;
+    if (!operands(op, s, args)) return false;
+    if (args.size() == 1) return s.root = args[0], true;
+    std::vector<std::string> shapes;
+    std::string ops;
+    for (const auto& a : args) {
+      const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == a; });
+      shapes.push_back(it->second.shape.hlo);
+      ops += (ops.empty() ? "%" : ", %") + a;
+    }
+    const std::string name = s.prefix + ".tuple";
+    add_line(s, fmt::format("%{} = ({}) tuple({})", name, fmt::join(shapes, ", "), ops), op.at);
+    s.root = name;
+    return true;
+  }
+  // reduce: `applies stablehlo.add` (one line) or a reducer region.
+  bool reduce(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dims;
+    if (!ints(op, "dimensions", dims)) return fail(op.at, "reduce needs 'dimensions = [...]'");
+    std::string body;
+    if (op.regions.size() == 1) {
+      if (!region(op.regions[0], op, s, body)) return false;
+    } else if (!applies(op, s, body)) {
+      return false;
+    }
+    Shape shape;
+    std::vector<std::string> args;
+    if (!result_shape(op, shape) || !operands(op, s, args)) return false;
+    return emit(op, s, shape, "reduce", args, fmt::format(", dimensions={{{}}}, to_apply=%{}", join(dims), body));
+  }
+  // `applies stablehlo.add`: a two-parameter scalar computation of that op.
+  bool applies(const Op& op, Scope& s, std::string& body) {
+    const auto at = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return is(t, "applies"); });
+    if (at == op.tokens.end() || at + 1 == op.tokens.end()) return fail(op.at, "reduce needs 'applies <op>' or a reducer region");
+    const auto types = result_types(op, true);
+    Shape scalar;
+    if (types.empty() || !shape_of(types.back(), scalar)) return false;
+    const std::string e = scalar.hlo.substr(0, scalar.hlo.find('[')) + "[]";
+    std::string fn((at + 1)->text.substr((at + 1)->text.find('.') + 1));
+    std::replace(fn.begin(), fn.end(), '_', '-');
+    if (!hlo::opcode_from_name(fn)) return fail(*(at + 1), fmt::format("unknown reducer op '{}'", (at + 1)->text));
+    body = fmt::format("{}.region{}", s.prefix, regions_++);
+    out_.text += fmt::format("%{} {{\n", body);
+    out_.origin.push_back(*(at + 1));
+    for (const auto& l : {fmt::format("  %{0}.a = {1} parameter(0)", body, e), fmt::format("  %{0}.b = {1} parameter(1)", body, e),
+                          fmt::format("  ROOT %{0}.r = {1} {2}(%{0}.a, %{0}.b)", body, e, fn), std::string("}\n")}) {
+      out_.text += l + (l.ends_with("\n") ? "" : "\n");
+      out_.origin.push_back(*(at + 1));
+    }
+    return true;
+  }
+  // while: one tuple operand, condition and body computations over it.
+  bool while_loop(const Op& op, Scope& s) {
+    if (op.regions.size() != 2) return fail(op.at, "while needs a cond and a body region");
+    std::vector<std::string> args;
+    if (!operands(op, s, args)) return false;
+    Shape shape;
+    const auto types = result_types(op, true);
+    std::vector<std::string> hlos;
+    for (const auto& t : types) {
+      Shape e;
+      if (!shape_of(t, e)) return false;
+      hlos.push_back(e.hlo);
+      shape.elements.push_back(e);
+    }
+    shape.hlo = fmt::format("({})", fmt::join(hlos, ", "));
+    if (args.size() != types.size()) return fail(op.at, fmt::format("while has {} operands but {} types", args.size(), types.size()));
+    std::vector<BlockArg> iter;
+    for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
+      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()]});
+    }
+    std::string cond, body;
+    if (!tuple_region(op.regions[0], iter, shape, s, cond) || !tuple_region(op.regions[1], iter, shape, s, body)) return false;
+    std::string ops;
+    for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
+    const std::string tuple = fmt::format("{}.while_init{}", s.prefix, s.lines.size());
+    add_line(s, fmt::format("%{} = {} tuple({})", tuple, shape.hlo, ops), op.at);
+    return emit(op, s, shape, "while", {tuple}, fmt::format(", condition=%{}, body=%{}", cond, body));
+  }
+  // A region whose block arguments are the elements of one tuple parameter.
+  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name) {
+    if (iter.empty()) iter = r.args;
+    Scope s;
+    s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
+    const std::string p = s.prefix + ".arg";
+    add_line(s, fmt::format("%{} = {} parameter(0)", p, shape.hlo), r.ops.empty() ? Token{} : r.ops[0].at);
+    s.params.push_back({p, shape, 0});
+    for (std::size_t i = 0; i < iter.size() && i < shape.elements.size(); ++i) {
+      const std::string n = fmt::format("{}.{}", s.prefix, sanitize(iter[i].name.substr(1)));
+      add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, p, i), iter[i].type);
+      s.values[std::string(iter[i].name)] = {n, shape.elements[i], s.lines.size() - 1};
+    }
+    return body(r, s, false, name);
+  }
+  // A region with scalar (or tensor) block arguments as parameters (reduce bodies).
+  bool region(const Region& r, const Op& op, Scope& outer, std::string& name) {
+    Scope s;
+    s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
+    if (!parameters(r.args, s)) return false;
+    (void)op;
+    return body(r, s, false, name);
+  }
+  bool parameters(const std::vector<BlockArg>& args, Scope& s) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      Shape shape;
+      if (!shape_of(args[i].type, shape)) return false;
+      const std::string n = fmt::format("{}.{}", s.prefix, sanitize(args[i].name.substr(1)));
+      add_line(s, fmt::format("%{} = {} parameter({})", n, shape.hlo, i), args[i].type);
+      s.values[std::string(args[i].name)] = {n, shape, s.lines.size() - 1};
+      s.params.push_back(s.values[std::string(args[i].name)]);
+    }
+    return true;
+  }
+  // Converts the ops of `r` into computation `name` and appends it to the output.
+  bool body(const Region& r, Scope& s, bool entry, const std::string& name) {
+    for (const Op& op : r.ops) {
+      if (!convert_op(op, s)) return false;
+    }
+    if (s.root.empty()) return fail(r.ops.empty() ? Token{} : r.ops.back().at, "region has no return");
+    Token header = s.lines.empty() ? Token{} : s.lines.front().origin;
+    out_.text += fmt::format("{}%{} {{\n", entry ? "ENTRY " : "", name);
+    out_.origin.push_back(header);
+    for (const auto& l : s.lines) {
+      const bool root = l.text.starts_with("%" + s.root + " ");
+      out_.text += fmt::format("  {}{}\n", root ? "ROOT " : "", l.text);
+      out_.origin.push_back(l.origin);
+    }
+    out_.text += "}\n\n";
+    out_.origin.push_back(header);
+    out_.origin.push_back(header);
+    return true;
+  }
+  bool function(const Func& f, bool entry) {
+    if (done_.contains(f.name)) return true;
+    if (active_.contains(f.name)) return fail(f.at, fmt::format("recursive call of '@{}': HLO has no recursion", f.name));
+    active_.insert(std::string(f.name));
+    Scope s;
+    s.prefix = sanitize(f.name);
+    const bool ok = parameters(f.body.args, s) && body(f.body, s, entry, s.prefix);
+    active_.erase(std::string(f.name));
+    done_.insert(std::string(f.name));
+    return ok;
+  }
+  bool convert_op(const Op& op, Scope& s) {
+    for (const Rule& r : rules()) {
+      if (op.name == r.name) return (this->*r.handler)(op, s);
+    }
+    std::string hlo_name(op.name.substr(op.name.find('.') + 1));
+    std::replace(hlo_name.begin(), hlo_name.end(), '_', '-');
+    const auto code = hlo::opcode_from_name(hlo_name);
+    if (op.name.starts_with("stablehlo.") && code &&
+        (hlo::opcode_is_elementwise(*code) || hlo_name == "reshape" || hlo_name == "convert" ||
+         hlo_name == "bitcast-convert" || hlo_name == "tuple" || hlo_name == "reverse" || hlo_name == "clamp")) {
+      if (hlo_name == "reverse") return reverse(op, s);
+      return elementwise(op, s);
+    }
+    return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+  }
+  bool reverse(const Op& op, Scope& s) {
+    std::vector<std::int64_t> dims;
+    if (!ints(op, "dims", dims) && !ints(op, "dimensions", dims)) return fail(op.at, "reverse needs 'dims = [...]'");
+    return simple(op, s, "reverse", fmt::format(", dimensions={{{}}}", join(dims)));
+  }
+};
+
+const std::vector<Converter::Rule>& Converter::rules() {
+  static const std::vector<Rule> table = {
+      {"stablehlo.constant", &Converter::constant},
+      {"stablehlo.broadcast_in_dim", &Converter::broadcast},
+      {"stablehlo.transpose", &Converter::transpose},
+      {"stablehlo.iota", &Converter::iota},
+      {"stablehlo.concatenate", &Converter::concatenate},
+      {"stablehlo.compare", &Converter::compare},
+      {"stablehlo.dot_general", &Converter::dot_general},
+      {"stablehlo.dot", &Converter::dot},
+      {"stablehlo.slice", &Converter::slice},
+      {"stablehlo.get_tuple_element", &Converter::get_tuple_element},
+      {"stablehlo.custom_call", &Converter::custom_call},
+      {"stablehlo.reduce", &Converter::reduce},
+      {"stablehlo.while", &Converter::while_loop},
+      {"stablehlo.return", &Converter::ret},
+      {"func.return", &Converter::ret},
+      {"return", &Converter::ret},
+      {"func.call", &Converter::call},
+      {"call", &Converter::call},
+  };
+  return table;
+}
+
+Result<HloText> Converter::run() {
+  const Func* main = nullptr;
+  for (const Func& f : m_.funcs) {
+    if (f.name == "main") main = &f;
+  }
+  if (main == nullptr) {
+    for (const Func& f : m_.funcs) {
+      if (f.is_public && main == nullptr) main = &f;
+    }
+  }
+  if (main == nullptr) main = &m_.funcs.front();
+  // Collectives do not convert (an error), so a module that converts is a
+  // single-device program whatever device counts it declares.
+  out_.text = fmt::format("HloModule {}\n\n", sanitize(m_.name));
+  if (m_.num_partitions > 1 || m_.num_replicas > 1) {
+    out_.notes.push_back(fmt::format("the module declares mhlo.num_partitions = {} and mhlo.num_replicas = {} but has no "
+                                     "collectives: a single-device program, simulated on one chip",
+                                     m_.num_partitions, m_.num_replicas));
+  }
+  out_.origin.push_back(main->at);
+  out_.origin.push_back(main->at);
+  if (!function(*main, true)) return errs_;
+  return std::move(out_);
+}
+
+}  // namespace
+
+Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file) {
+  return Converter(module, source, file).run();
+}
+
+}  // namespace tpusim::stablehlo
