@@ -67,7 +67,7 @@ def main():
                             "--mlp", str(d["mlp"] * d["mlp_matrices"] // 3 // tp * tp),
                             "-o", hlo], check=True)
             t0 = time.time()
-            out = subprocess.run([a.tpusim, "run", hlo, "--chip", r["chip"], "--system", r["topology_per_slice"],
+            out = subprocess.run([a.tpusim, "run", hlo, "--chip", r["chip"], "--system", r["topology_per_slice"].split()[0],
                                   "--mode", "symmetric", "--loops", "extrapolate", "--format", "json"],
                                  check=True, capture_output=True, text=True).stdout
             wall = time.time() - t0
