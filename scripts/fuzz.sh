@@ -45,7 +45,8 @@ cp "$ROOT"/tests/fuzz/hlo_seeds/*.hlo "$WORK/corpus/"
 # The assembler/verifier and the config loader, each from its shipped inputs.
 SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))   # 15 s at the default 60
 mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep" "$WORK/mlir"
-cp "$ROOT"/tests/fuzz/stablehlo_seeds/*.mlir "$ROOT"/workloads/stablehlo/*.mlir "$WORK/mlir/"
+cp "$ROOT"/tests/fuzz/stablehlo_seeds/*.mlir "$WORK/mlir/"
+for f in "$ROOT"/workloads/stablehlo/*.mlir; do cp "$f" "$WORK/mlir/workload-$(basename "$f")"; done
 "$BUILD/tests/fuzz/stablehlo_parser_fuzz" -max_total_time="$SHORT" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$BUILD/crash-stablehlo-" "$WORK/mlir"
 cp "$ROOT"/workloads/asm/*.tasm "$WORK/tasm/"
