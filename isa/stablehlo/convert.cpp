@@ -162,6 +162,11 @@ class Converter {
     const auto types = result_types(op);
     if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
     if (types.size() == 1) return shape_of(types[0], out);
+    return tuple_shape(types, out);
+  }
+  // The tuple of `types` (each an element of `out`).
+  template <typename Types>
+  bool tuple_shape(const Types& types, Shape& out) {
     std::vector<std::string> hlos;
     for (const auto& t : types) {
       Shape e;
@@ -487,14 +492,7 @@ class Converter {
     if (!operands(op, s, args)) return false;
     Shape shape;
     const auto types = result_types(op, true);
-    std::vector<std::string> hlos;
-    for (const auto& t : types) {
-      Shape e;
-      if (!shape_of(t, e)) return false;
-      hlos.push_back(e.hlo);
-      shape.elements.push_back(e);
-    }
-    shape.hlo = fmt::format("({})", fmt::join(hlos, ", "));
+    if (!tuple_shape(types, shape)) return false;
     if (args.size() != types.size()) return fail(op.at, fmt::format("while has {} operands but {} types", args.size(), types.size()));
     std::vector<BlockArg> iter;
     for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
