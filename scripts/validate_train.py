@@ -1,30 +1,26 @@
 #!/usr/bin/env python3
-"""Interim estimate of MaxText training steps (tests/validation/refs/hw/train_step.csv)
-by ONE-LAYER EXTRAPOLATION, until workloads/gen/maxtext_step.py emits the whole step.
+"""Whole MaxText training steps against measured TPUs (tests/validation/refs/hw/train_step.csv).
 
-For each selected single-slice row whose model_spec states the dimensions: writes
-one decoder layer's FSDP(/TP) training step with workloads/gen/spmd_transformer.py
---train --fsdp (global batch = per_device_batch x chips, data axis = chips / tensor),
-simulates it with `tpusim run --chip CHIP --system TOPOLOGY --mode symmetric --loops
-extrapolate`, and estimates
+For every row workloads/gen/maxtext_step.py can generate (the MaxText default
+decoder with stated dimensions, full remat, bf16, a whole per-device batch):
+writes the row's whole training step (maxtext_step.py --emit: embedding, the
+scanned layers forward and backward with the full-remat recomputation, flash
+attention, loss, FSDP/tensor collectives, the DCN gradient all-reduce of
+multislice rows, AdamW), simulates it on the row's slice with
+`tpusim run --chip CHIP --system TOPOLOGY [--set system.slices=N] --mode
+symmetric --loops extrapolate`, and compares the simulated step time with the
+measured one (a TFLOP/s/chip row's step time is MaxText's per-device TFLOP over
+the published figure). The cal/val split is the CSV's own (fixed before any
+error was computed). Nothing is fitted here.
 
-    step = layers x layer_step x 4/3
+Writes JSON (one object per row, skipped rows with the reason) for
+scripts/validation_report.py.
 
-(full remat: the forward, about a third of a layer's training step, runs again in
-the backward). Approximations: the relu MLP (two matrices of emb x mlp) is stood in
-for by spmd_transformer's SwiGLU with hidden int(2*mlp/3) (same weights and FLOPs);
-embedding, logits and loss are left out (about 1% of the FLOPs at these sizes);
-attention is the generator's unfused softmax(QK^T)V, not a flash kernel. The
-measured step time of a TFLOP/s/chip row is MaxText's per-device TFLOP
-(maxtext_step.per_device_tflop) over the published figure; the error is computed
-here from the CSV.
-
-usage: validate_train.py TPUSIM [--rows 6,12]
+usage: validate_train.py TPUSIM [--rows 6,12] [--quick] [-o out/validate_train.json]
 """
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -32,55 +28,91 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "workloads", "gen"))
+import maxtext_hlo  # noqa: E402
 import maxtext_step  # noqa: E402
 
+CSV = os.path.join(ROOT, "tests", "validation", "refs", "hw", "train_step.csv")
 
-def tensor_axis(parallelism):
-    m = re.search(r"ici_tensor=(\d+)", parallelism)
-    return int(m.group(1)) if m else 1
+
+def measured_step_s(row, dims):
+    """The row's step time in seconds (converted from TFLOP/s/chip with MaxText's TFLOP formula)."""
+    if row["unit"] == "TFLOP/s/chip":
+        return maxtext_step.per_device_tflop(dims, float(row["per_device_batch"]), int(row["seq_len"])) / float(
+            row["measured"])
+    if row["unit"] == "s/step":
+        return float(row["measured"])
+    raise ValueError(f"unit {row['unit']}")
+
+
+def simulate(tpusim, row, index, tmp):
+    fsdp, tensor, slices = maxtext_step.mesh(row)
+    dims = maxtext_step.parse_spec(row["model_spec"])
+    text, _ = maxtext_hlo.emit(dims, float(row["per_device_batch"]), int(row["seq_len"]), fsdp, tensor, slices)
+    path = os.path.join(tmp, f"row{index}.hlo")
+    with open(path, "w") as f:
+        f.write(text)
+    t0 = time.time()
+    out = subprocess.run([tpusim, "run", path, "--format", "json", "-q"] + maxtext_step.run_args(row),
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["step_time_s"], time.time() - t0
+
+
+def quick_rows(rows):
+    """One row per (chip, split) among the generated ones, the cheapest (fewest layers x emb)."""
+    best = {}
+    for i, r in enumerate(rows):
+        if maxtext_step.supported(r) or int(r["num_slices"]) > 2:
+            continue
+        d = maxtext_step.parse_spec(r["model_spec"])
+        key = (r["chip"], r["split"])
+        cost = d["layers"] * d["emb"] * d["mlp"] * int(r["num_slices"])
+        if key not in best or cost < best[key][0]:
+            best[key] = (cost, i)
+    return sorted(i for _, i in best.values())
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("tpusim")
-    p.add_argument("--rows", default="6,12", help="comma-separated row indices (0-based data rows)")
-    p.add_argument("--csv", default=os.path.join(ROOT, "tests", "validation", "refs", "hw", "train_step.csv"))
+    p.add_argument("--rows", help="comma-separated data-row indices (0-based; default: every generated row)")
+    p.add_argument("--quick", action="store_true", help="one row per chip and split (CI)")
+    p.add_argument("--csv", default=CSV)
+    p.add_argument("-o", "--output", default="-")
     a = p.parse_args()
     rows = maxtext_step.read_rows(a.csv)
-    errors = []
-    print("row\tmodel\tslice\tmeasured_s\ttpusim_s\terror\tsplit\tsim_wall_s")
+    if a.rows:
+        chosen = [int(x) for x in a.rows.split(",")]
+    elif a.quick:
+        chosen = quick_rows(rows)
+    else:
+        chosen = range(len(rows))
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in (int(x) for x in a.rows.split(",")):
+        for i in chosen:
             r = rows[i]
-            d = maxtext_step.parse_spec(r["model_spec"])
-            if d is None or int(r["num_slices"]) != 1 or not r["remat"].startswith("full"):
-                print(f"{i}\t{r['model']}\tskipped: needs named-config dims, multislice or a non-full remat policy")
-                continue
-            chips, tp = int(r["chips"]), tensor_axis(r["parallelism"])
-            dp = chips // tp
-            batch = int(float(r["per_device_batch"]) * chips)
-            hlo = os.path.join(tmp, f"row{i}.hlo")
-            subprocess.run([sys.executable, os.path.join(ROOT, "workloads", "gen", "spmd_transformer.py"),
-                            "--train", "--fsdp", "--dp", str(dp), "--tp", str(tp), "--batch", str(batch),
-                            "--seq", r["seq_len"], "--d-model", str(d["emb"]), "--heads", str(d["heads"]),
-                            "--head-dim", str(d["head_dim"]),
-                            "--mlp", str(d["mlp"] * d["mlp_matrices"] // 3 // tp * tp),
-                            "-o", hlo], check=True)
-            t0 = time.time()
-            out = subprocess.run([a.tpusim, "run", hlo, "--chip", r["chip"], "--system", r["topology_per_slice"].split()[0],
-                                  "--mode", "symmetric", "--loops", "extrapolate", "--format", "json"],
-                                 check=True, capture_output=True, text=True).stdout
-            wall = time.time() - t0
-            est = d["layers"] * json.loads(out)["step_time_s"] * 4 / 3
-            tf = maxtext_step.per_device_tflop(d, float(r["per_device_batch"]), int(r["seq_len"]))
-            meas = tf / float(r["measured"]) if r["unit"] == "TFLOP/s/chip" else float(r["measured"])
-            err = est / meas - 1
-            errors.append(err)
-            print(f"{i}\t{r['model']}\t{r['slice']}\t{meas:.3f}\t{est:.3f}\t{100 * err:+.1f}%\t{r['split']}\t{wall:.1f}")
-    if errors:
-        print(f"MAPE {100 * sum(abs(e) for e in errors) / len(errors):.1f}%  "
-              f"signed mean {100 * sum(errors) / len(errors):+.1f}%  ({len(errors)} rows)")
-    return 0 if errors else 1
+            entry = {"row": i, "chip": r["chip"], "model": r["model"], "slice": r["slice"], "split": r["split"],
+                     "precision": r["precision"], "num_slices": int(r["num_slices"]), "source": r["source"]}
+            why = maxtext_step.supported(r)
+            if why:
+                entry["skipped"] = why
+            else:
+                dims = maxtext_step.parse_spec(r["model_spec"])
+                fsdp, tensor, slices = maxtext_step.mesh(r)
+                sim_s, wall = simulate(a.tpusim, r, i, tmp)
+                meas = measured_step_s(r, dims)
+                entry.update(measured_s=meas, tpusim_s=sim_s, error=sim_s / meas - 1, sim_wall_s=round(wall, 1),
+                             mesh=f"fsdp {fsdp} x tensor {tensor}" + (f" x {slices} slices" if slices > 1 else ""),
+                             system=r["topology_per_slice"].split()[0])
+                sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
+                                 f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
+            results.append(entry)
+    text = json.dumps({"rows": results}, indent=1) + "\n"
+    if a.output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(a.output, "w") as f:
+            f.write(text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,13 +1,24 @@
 """workloads/gen/maxtext_step.py: every default-decoder row of train_step.csv
 parses, and the per-device TFLOP count equals MaxText's formula written out by
 hand for one config (gpt-style 16B: emb 5120, 32 heads x 256, mlp 32768 relu,
-32 layers, vocab 32768)."""
+32 layers, vocab 32768).
+
+With --tpusim, the whole-step module (maxtext_step.py --emit, maxtext_hlo.py)
+of a small decoder on an fsdp 4 x tensor 2 x 3-slice mesh: its FLOPs
+(`tpusim analyze`) against the step's matmul and flash-attention FLOPs counted
+by hand here, and its collectives (`tpusim run`) against the counts the
+structure implies (two all-gathers and one reduce-scatter per weight matrix
+and layer over 'fsdp', a DCN all-reduce per gradient)."""
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 SRC = None
+TPUSIM = None
 
 
 class MaxTextStep(unittest.TestCase):
@@ -31,9 +42,76 @@ class MaxTextStep(unittest.TestCase):
         self.assertAlmostEqual(self.m.per_device_tflop(d, B, S), want, places=6)
 
 
+class WholeStep(unittest.TestCase):
+    # A small default decoder (relu MLP: wi, wo) and its mesh.
+    L, D, H, HD, F, V, PDB, S = 4, 512, 4, 128, 2048, 1024, 2, 256
+    FSDP, TP, SLICES = 4, 2, 3
+
+    def setUp(self):
+        if TPUSIM is None:
+            self.skipTest("needs --tpusim")
+        sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
+        import maxtext_hlo
+        import maxtext_step
+        d = maxtext_step.parse_spec(f"emb={self.D},heads={self.H},head_dim={self.HD},mlp={self.F} (relu),"
+                                    f"layers={self.L},vocab={self.V}")
+        text, _ = maxtext_hlo.emit(d, self.PDB, self.S, self.FSDP, self.TP, self.SLICES)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "step.hlo")
+        with open(self.path, "w") as f:
+            f.write(text)
+
+    def tearDown(self):
+        if TPUSIM is not None:
+            self.tmp.cleanup()
+
+    def test_flops_are_the_steps_matmuls_and_attention(self):
+        L, D, H, HD, F, V, S, tp = self.L, self.D, self.H, self.HD, self.F, self.V, self.S, self.TP
+        B = self.PDB * tp               # the batch is split over fsdp and slices, not over tensor
+        T, HL, FL, VL = B * S, H // tp, F // tp, V // tp
+        dense = 2 * T * (3 * D * HL * HD + HL * HD * D + 2 * D * FL)   # Q, K, V, O, wi, wo
+        attention = 4 * B * HL * S * S * HD / 2                        # QK^T and PV, causal half
+        # forward, recomputed forward (full remat), backward (2x dense; flash backward 2.5x)
+        layers = L * (4 * dense + 4.5 * attention)
+        # one-hot embedding dot and its table gradient; tied logits forward and backward (x3)
+        vocab = 2 * (2 * T * VL * D) + 3 * (2 * T * D * VL)
+        want = layers + vocab
+        out = subprocess.run([TPUSIM, "analyze", self.path, "--chip", "v5e", "--format", "json"], check=True,
+                             capture_output=True, text=True).stdout
+        got = json.loads(out)["total"]["flops"]
+        # The rest is elementwise work (norms, RoPE, softmax, AdamW): positive and small at these sizes.
+        self.assertGreaterEqual(got, want)
+        self.assertLess(got, 1.03 * want)
+
+    def test_collectives_per_step(self):
+        out = subprocess.run([TPUSIM, "run", self.path, "--chip", "v5e", "--system", "4x2", "--set",
+                              f"system.slices={self.SLICES}", "--mode", "symmetric", "--loops", "extrapolate",
+                              "--format", "json", "-q"], check=True, capture_output=True, text=True).stdout
+        count = {}
+        for c in json.loads(out)["collectives"]:
+            key = (c["op"], c["group_size"])
+            count[key] = count.get(key, 0) + c["count"]
+        matrices = 6  # wq, wk, wv, wo, wi, wo_mlp
+        L = self.L
+        # fsdp: each matrix gathered forward and again backward, per layer, plus the embedding table once
+        self.assertEqual(count[("all-gather", self.FSDP)], 2 * L * matrices + 1)
+        # fsdp: each matrix gradient reduce-scattered per layer, plus the table's
+        self.assertEqual(count[("reduce-scatter", self.FSDP)], L * matrices + 1)
+        # tensor (embed dimension split between blocks): per layer, 2 gathers forward, recomputed, and 2 in the
+        # backward; plus the final norm's output and the embedding gradient
+        self.assertEqual(count[("all-gather", self.TP)], L * (2 + 2 + 2) + 2)
+        # tensor: the RMSNorm sums of squares (2 per layer, forward and recomputed) and backward sums (2), the
+        # final norm's two, and the loss's max, sum and label logit
+        self.assertEqual(count[("all-reduce", self.TP)], L * (2 + 2 + 2) + 2 + 3)
+        # DCN: every gradient (6 matrices and 2 norms per layer, the table, the final norm) all-reduced once
+        self.assertEqual(count[("all-reduce", self.SLICES)], L * (matrices + 2) + 2)
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--source", required=True)
+    p.add_argument("--tpusim")
     a, rest = p.parse_known_args()
     SRC = a.source
+    TPUSIM = a.tpusim
     unittest.main(argv=[sys.argv[0]] + rest)

@@ -1,10 +1,13 @@
 """MaxText training-step configurations and MaxText's own per-device TFLOP count
 (Python 3 standard library only). See workloads/README.md, "MaxText steps".
 
-STATUS: this is the configuration layer of the whole-step generator only. It
-reads a row of tests/validation/refs/hw/train_step.csv, derives the decoder
-dimensions, and computes the per-device TFLOP per step with the formula the
-row's `includes` column quotes (MaxText train.py calculate_training_tflops):
+It reads a row of tests/validation/refs/hw/train_step.csv, derives the decoder
+dimensions and the mesh, writes the HLO module of the whole training step
+(`--emit ROW`; maxtext_hlo.py: embedding, the scanned layers forward and
+backward with full-remat recomputation, flash attention, loss, FSDP/tensor
+collectives, the DCN gradient all-reduce of multislice rows, AdamW), and
+computes the per-device TFLOP per step with the formula the row's `includes`
+column quotes (MaxText train.py calculate_training_tflops):
 
     6 * params * seq * batch  +  6 * heads * layers * head_dim * seq^2 * batch
 
@@ -24,9 +27,9 @@ mistral, mixtral, gemma3) need that config's numbers first and are reported
 as unsupported. The MaxText default decoder has no GQA (kv_heads = heads) and
 one MLP activation (relu: two MLP matrices, wi and wo).
 
-Not yet written: emitting the HLO module of the step (embedding gather, the
-scanned layers forward and backward with remat recompute, loss, FSDP
-collectives, AdamW). `--tflops` is the only output.
+    maxtext_step.py CSV --tflops              per row: TFLOP/device and the implied step time
+    maxtext_step.py CSV --emit ROW -o F.hlo   the step of data row ROW (0-based)
+    maxtext_step.py CSV --emit ROW --run-args the `tpusim run` arguments of that row
 """
 import argparse
 import csv
@@ -64,12 +67,62 @@ def per_device_tflop(d, batch, seq):
     return (dense + attention) / 1e12
 
 
+def mesh(row):
+    """(fsdp, tensor, slices) of a row: MaxText's ici_fsdp/ici_tensor (-1: the rest of a slice's
+    chips) and its number of slices (the DCN data axis)."""
+    slices = int(row["num_slices"])
+    per_slice = int(row["chips"]) // slices
+
+    def axis(name, default):
+        m = re.search(name + r"(?:_parallelism)?=(-?\d+)", row["parallelism"])
+        return int(m.group(1)) if m else default
+    tensor = axis("ici_tensor", 1)
+    fsdp = axis("ici_fsdp", -1)
+    if fsdp == -1:
+        fsdp = per_slice // tensor
+    if fsdp * tensor != per_slice:
+        raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} chips per slice")
+    return fsdp, tensor, slices
+
+
+def supported(row):
+    """None when --emit can write the row's step, else why not."""
+    if parse_spec(row["model_spec"]) is None:
+        return "model_spec names a MaxText model config (dimensions not stated)"
+    if not row["remat"].startswith("full"):
+        return f"remat policy '{row['remat'].split(':')[0]}' (only full remat is generated)"
+    if row["precision"] != "bf16":
+        return f"precision {row['precision']}"
+    try:
+        fsdp, tensor, _ = mesh(row)
+        if float(row["per_device_batch"]) * tensor < 1:
+            return "fractional per-device batch"
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def run_args(row):
+    """`tpusim run` arguments reproducing the row's slice (symmetric SPMD, loops extrapolated)."""
+    topo = row["topology_per_slice"].split()[0]
+    args = ["--chip", row["chip"], "--system", topo, "--mode", "symmetric", "--loops", "extrapolate"]
+    if int(row["num_slices"]) > 1:
+        args += ["--set", f"system.slices={row['num_slices']}"]
+    return args
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("csv", help="tests/validation/refs/hw/train_step.csv")
     p.add_argument("--tflops", action="store_true", help="print per-device TFLOP/step and implied step time")
+    p.add_argument("--emit", type=int, metavar="ROW", help="write the HLO module of data row ROW's training step")
+    p.add_argument("--run-args", action="store_true", help="with --emit: print the row's `tpusim run` arguments")
+    p.add_argument("-o", "--output", default="-", help="output of --emit (default: stdout)")
     a = p.parse_args()
-    for i, r in enumerate(read_rows(a.csv)):
+    rows = read_rows(a.csv)
+    if a.emit is not None:
+        return emit_row(rows, a)
+    for i, r in enumerate(rows):
         d = parse_spec(r["model_spec"])
         if d is None:
             print(f"{i}\t{r['model']}\tunsupported: model_spec names a MaxText config")
@@ -77,6 +130,31 @@ def main():
         tf = per_device_tflop(d, float(r["per_device_batch"]), int(r["seq_len"]))
         step = tf / float(r["measured"]) if r["unit"] == "TFLOP/s/chip" else float(r["measured"])
         print(f"{i}\t{r['model']}\t{r['slice']}\tTFLOP/dev={tf:.1f}\tstep_s={step:.3f}\t{r['split']}")
+    return 0
+
+
+def emit_row(rows, a):
+    if not 0 <= a.emit < len(rows):
+        sys.stderr.write(f"maxtext_step.py: error: --emit {a.emit}: the CSV has data rows 0..{len(rows) - 1}\n")
+        return 2
+    r = rows[a.emit]
+    why = supported(r)
+    if why:
+        sys.stderr.write(f"maxtext_step.py: error: row {a.emit} ({r['model']}, {r['slice']}): not generated: {why}\n")
+        return 2
+    if a.run_args:
+        print(" ".join(run_args(r)))
+        return 0
+    import maxtext_hlo  # beside this script
+    fsdp, tensor, slices = mesh(r)
+    d = parse_spec(r["model_spec"])
+    text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices)
+    head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
+            f"(fsdp {fsdp} x tensor {tensor} x {slices} slice(s)), per-device batch {step.c.B} x seq {step.c.S}, "
+            f"full remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
+            f"run with: tpusim run F.hlo {' '.join(run_args(r))}\n")
+    out = sys.stdout if a.output == "-" else open(a.output, "w")
+    out.write(head + text)
     return 0
 
 

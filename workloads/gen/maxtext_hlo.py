@@ -1,0 +1,601 @@
+"""The HLO module of one whole MaxText training step, per device, as XLA's SPMD
+partitioner leaves it for MaxText's FSDP x tensor (x DCN data) sharding
+(Python 3 standard library only; used by maxtext_step.py --emit). See
+workloads/README.md, "MaxText steps".
+
+What one step does (MaxText decoder, scan_layers=True, use_iota_embed=True,
+logits_via_embedding=True, remat_policy=full, attention=flash):
+
+  embedding   one-hot(tokens) . table (the iota embedding), tied with the logits
+  forward     while loop over the layers (the scan): per layer the weights'
+              local shards are sliced out of the stacked [layers, ...]
+              parameters, cast to bf16 and all-gathered over 'fsdp', the layer
+              runs (RMSNorm, Q/K/V, RoPE, flash attention, output projection,
+              residual, RMSNorm, MLP, residual), and only the layer's input is
+              saved (full remat)
+  loss        final RMSNorm, logits = x . table^T, softmax cross entropy
+              and its gradient
+  backward    while loop over the layers in reverse: the layer's forward is
+              recomputed from its saved input (full remat), then its backward
+              runs (flash-attention backward); each weight gradient is
+              reduce-scattered over 'fsdp' onto the local shard (and, with
+              several slices, all-reduced over the DCN 'data' axis) and stored
+              in the stacked gradients
+  optimizer   AdamW on every local shard (f32 weights and moments)
+
+Mesh: device id = slice * fsdp * tensor + f * tensor + t ('tensor' fastest).
+Per-device batch: MaxText's per_device_batch x tensor (the batch is split over
+'fsdp' and the DCN 'data' axis, not over 'tensor'). With tensor > 1 the
+activations between blocks keep their embed dimension split over 'tensor'
+(MaxText's activation_embed rule): each block all-gathers its normalized input
+over 'tensor' before the column-parallel dots and reduce-scatters the
+row-parallel dot's partial sums back; the RMSNorm sums of squares are
+all-reduced over 'tensor'.
+
+Flash attention is the fused-attention custom call tpusim compiles as a TPU
+flash-attention program (Transformer Engine's te_fused_attn_forward_ffi /
+te_fused_attn_backward_ffi form, causal mask_type 2; docs/lowering.md,
+"Attention kernels"): MaxText's Pallas splash-attention kernel is an opaque
+Mosaic call in a real TPU dump.
+
+Approximations (named so a reader can weigh them): the one-hot of the tokens is
+materialized once (XLA fuses it into the embedding dot); RoPE tables are
+parameters (MaxText computes them from positions, a negligible cost); the
+loss's and optimizer's scalar bookkeeping (learning-rate schedule, gradient
+norm clipping) is left out; weights are gathered in bf16 and gradients
+reduce-scattered in bf16.
+"""
+import math
+
+from spmd_train_step import BF16, F32, Comp, Module, Val, dot, shape_text  # noqa: F401
+
+S32, PRED = "s32", "pred"
+
+
+def iota_groups(mesh, axis):
+    """Iota replica groups of the devices that differ only along `axis` of `mesh`
+    (a list of axis sizes, the last fastest): '[groups,size]<=[mesh]T(perm)'."""
+    n = math.prod(mesh)
+    size = mesh[axis]
+    groups = n // size
+    if axis == len(mesh) - 1:
+        return f"[{groups},{size}]<=[{n}]"
+    perm = [i for i in range(len(mesh)) if i != axis] + [axis]
+    return f"[{groups},{size}]<=[{','.join(map(str, mesh))}]T({','.join(map(str, perm))})"
+
+
+class Config:
+    """Dimensions and mesh of one step."""
+
+    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1):
+        self.L, self.D, self.H, self.KV = dims["layers"], dims["emb"], dims["heads"], dims["kv_heads"]
+        self.HD, self.F, self.V = dims["head_dim"], dims["mlp"], dims["vocab"]
+        self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else relu(x.wi)
+        self.fsdp, self.tp, self.slices = fsdp, tensor, slices
+        self.S = seq
+        batch = per_device_batch * tensor
+        if batch != int(batch) or batch < 1:
+            raise ValueError(f"per-device batch {per_device_batch} x tensor {tensor} is not a whole batch per device")
+        self.B = int(batch)
+        for name, total, parts in (("heads", self.H, tensor), ("kv_heads", self.KV, tensor), ("mlp", self.F, tensor),
+                                   ("vocab", self.V, tensor), ("emb", self.D, fsdp * tensor)):
+            if total % parts:
+                raise ValueError(f"{name} {total} is not divisible by {parts}")
+        if self.HD % 2:
+            raise ValueError(f"head_dim {self.HD} must be even (RoPE rotates halves)")
+        self.HL, self.KVL, self.FL, self.VL = self.H // tensor, self.KV // tensor, self.F // tensor, self.V // tensor
+        self.DT = self.D // tensor  # embed dimension of an activation between blocks
+        mesh = [slices, fsdp, tensor]
+        self.devices = math.prod(mesh)
+        self.tp_groups = iota_groups(mesh, 2)
+        self.fsdp_groups = iota_groups(mesh, 1)
+        self.dcn_groups = iota_groups(mesh, 0)
+
+    def weights(self):
+        """(name, full local [rows, cols] after the tensor split, split: 'col'|'row'|'norm').
+        FSDP splits the embed dimension: rows of a 'col' weight, columns of a 'row' one."""
+        D, HD = self.D, self.HD
+        w = [("attn_norm", (self.DT,), "norm"), ("wq", (D, self.HL * HD), "col"), ("wk", (D, self.KVL * HD), "col"),
+             ("wv", (D, self.KVL * HD), "col"), ("wo", (self.HL * HD, D), "row"), ("mlp_norm", (self.DT,), "norm")]
+        w += [("wi_0", (D, self.FL), "col"), ("wi_1", (D, self.FL), "col")] if self.gated else [("wi", (D, self.FL), "col")]
+        return w + [("wo_mlp", (self.FL, D), "row")]
+
+    def shard(self, dims, kind):
+        if kind == "norm":
+            return dims
+        return (dims[0] // self.fsdp, dims[1]) if kind == "col" else (dims[0], dims[1] // self.fsdp)
+
+
+def bf(*d):
+    return (BF16, tuple(d))
+
+
+def f32(*d):
+    return (F32, tuple(d))
+
+
+class Step:
+    """Emits the module; one instance per module."""
+
+    def __init__(self, cfg):
+        self.c = cfg
+        self.m = Module()
+        self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
+        self.m.counters.update({"add": 5, "maximum": 9})
+        self.regions = (
+            "%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n"
+            "  ROOT %add.0 = bf16[] add(bf16[] %x, bf16[] %y)\n}\n\n"
+            "%region_0.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {\n  %Arg_0.2 = f32[] parameter(0)\n"
+            "  %Arg_1.3 = f32[] parameter(1)\n  ROOT %add.4 = f32[] add(f32[] %Arg_0.2, f32[] %Arg_1.3)\n}\n\n"
+            "%region_1.5 (Arg_0.6: f32[], Arg_1.7: f32[]) -> f32[] {\n  %Arg_0.6 = f32[] parameter(0)\n"
+            "  %Arg_1.7 = f32[] parameter(1)\n  ROOT %maximum.8 = f32[] maximum(f32[] %Arg_0.6, f32[] %Arg_1.7)\n}\n")
+
+    # ---------------- collectives ----------------
+    @staticmethod
+    def nbytes(shape):
+        return {BF16: 2, F32: 4, S32: 4}[shape[0]] * math.prod(shape[1])
+
+    def all_gather(self, e, v, dim, groups, axis, size, where):
+        out = (v.dtype, tuple(d * size if i == dim else d for i, d in enumerate(v.dims)))
+        self.collectives.append(("all-gather", self.nbytes(out), axis, where))
+        start = e.op("all-gather-start", [v.shape, out], [v], f"channel_id={self.m.next_channel()}, "
+                     f"replica_groups={groups}, dimensions={{{dim}}}, use_global_device_ids=true")
+        return start
+
+    def all_gather_done(self, e, start):
+        return e.op("all-gather-done", start.shape[1], [start])
+
+    def all_reduce(self, e, v, groups, axis, where, region=None):
+        region = region or ("add" if v.dtype == BF16 else "region_0.1")
+        self.collectives.append(("all-reduce", self.nbytes(v.shape), axis, where))
+        return e.op("all-reduce", v.shape, [v], f"channel_id={self.m.next_channel()}, replica_groups={groups}, "
+                    f"use_global_device_ids=true, to_apply=%{region}")
+
+    def reduce_scatter(self, e, v, dim, groups, axis, size, where):
+        """Async reduce-scatter (async-start/-done around a reduce-scatter computation); returns the start."""
+        out = (v.dtype, tuple(d // size if i == dim else d for i, d in enumerate(v.dims)))
+        self.collectives.append(("reduce-scatter", self.nbytes(v.shape), axis, where))
+        c = Comp(self.m, self.m.fresh("async_computation"))
+        p = c.param(v.shape)
+        root = c.op("reduce-scatter", out, [p], f"channel_id={self.m.next_channel()}, replica_groups={groups}, "
+                    f"use_global_device_ids=true, dimensions={{{dim}}}, to_apply=%add")
+        self.m.comps.append((None, c.text(root)))
+        start = e.op("async-start", [[v.shape], out], [v], f"calls=%{c.name}")
+        start.calls = c.name
+        return start
+
+    def reduce_scatter_done(self, e, start):
+        return e.op("async-done", start.shape[1], [start], f"calls=%{start.calls}")
+
+    def tp_gather(self, e, v, where):
+        """[.., D/tp] -> [.., D] over 'tensor' (nothing when tensor = 1)."""
+        if self.c.tp == 1:
+            return v
+        return self.all_gather_done(e, self.all_gather(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor", self.c.tp, where))
+
+    def tp_scatter(self, e, v, where):
+        """Partial sums [.., D] -> summed [.., D/tp] over 'tensor' (nothing when tensor = 1)."""
+        if self.c.tp == 1:
+            return v
+        return self.reduce_scatter_done(e, self.reduce_scatter(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor",
+                                                               self.c.tp, where))
+
+    def tp_sum(self, e, v, where, region=None):
+        return v if self.c.tp == 1 else self.all_reduce(e, v, self.c.tp_groups, "tensor", where, region)
+
+    # ---------------- loops ----------------
+    def loop(self, e, name, trip, state, body, comment):
+        """while over `state` (state[0] is the s32[] counter from 0); body(c, vals) returns the
+        next values of state[1:]. Returns the loop's final values (counter included)."""
+        m = self.m
+        shapes = [v.shape for v in state]
+        cc = Comp(m, m.fresh(f"{name}_cond"))
+        p = cc.param(shapes)
+        i = cc.op("get-tuple-element", (S32, ()), [p], "index=0")
+        r = cc.op("compare", (PRED, ()), [i, cc.const(str(trip), S32, ())], "direction=LT")
+        m.comps.append((None, cc.text(r)))
+        bc = Comp(m, m.fresh(f"{name}_body"))
+        p = bc.param(shapes)
+        vals = [bc.op("get-tuple-element", s, [p], f"index={k}") for k, s in enumerate(shapes)]
+        nxt = body(bc, vals)
+        one = bc.const("1", S32, ())
+        root = bc.op("tuple", shapes, [bc.add(vals[0], one)] + nxt)
+        m.comps.append((comment, bc.text(root)))
+        init = e.op("tuple", shapes, state)
+        w = e.op("while", shapes, [init], f"condition=%{cc.name}, body=%{bc.name}, "
+                 f'backend_config={{"known_trip_count":{{"n":"{trip}"}}}}')
+        return [e.op("get-tuple-element", s, [w], f"index={k}") for k, s in enumerate(shapes)]
+
+    def layer_slice(self, c, stack, index, dtype=BF16):
+        """stack[index] of a stacked [L, ...] value, as `dtype` (one loop fusion)."""
+        dims = stack.dims[1:]
+
+        def body(f, p):
+            zero = f.const("0", S32, ())
+            ds = f.op("dynamic-slice", (stack.dtype, (1,) + dims), [p[0], p[1]] + [zero] * len(dims),
+                      f"dynamic_slice_sizes={{{','.join(map(str, (1,) + dims))}}}")
+            r = f.op("reshape", (stack.dtype, dims), [ds])
+            return r if dtype == stack.dtype else f.convert(r, dtype)
+
+        return self.m.fusion(c, "kLoop", "dynamic_slice_fusion", [stack, index], body, None)
+
+    def store(self, c, stack, value, index):
+        """stack with stack[index] = value (in place)."""
+        zero = c.const("0", S32, ())
+        upd = c.op("bitcast", (value.dtype, (1,) + value.dims), [value])
+        return c.op("dynamic-update-slice", stack.shape, [stack, upd, index] + [zero] * len(value.dims))
+
+    # ---------------- fused elementwise pieces ----------------
+    def rsqrt_b(self, f, ss, dims):
+        """rsqrt(sum(x^2) / D + eps) broadcast to dims (the sum is over the whole embed dimension)."""
+        c = self.c
+        mean = f.mul(ss, f.const(repr(1.0 / c.D), F32, ss.dims))
+        r = f.un("rsqrt", f.add(mean, f.const("1e-06", F32, ss.dims)))
+        return f.bcast(r, dims, tuple(range(len(ss.dims))))
+
+    def norm_fwd(self, e, x, w, label):
+        """RMSNorm of x [B,S,DT] (embed split over 'tensor': the sums of squares are all-reduced)."""
+        def sumsq(f, p):
+            xf = f.convert(p[0], F32)
+            return f.reduce(f.mul(xf, xf), (2,), "region_0.1")
+
+        def scale(f, p):
+            xf = f.convert(p[0], F32)
+            nb = f.convert(f.mul(xf, self.rsqrt_b(f, p[1], xf.dims)), BF16)
+            return f.mul(nb, f.bcast(p[2], xf.dims, (2,)))
+
+        ss = self.m.fusion(e, "kInput", "input_reduce_fusion", [x], sumsq, None)
+        ss = self.tp_sum(e, ss, f"{label} sum of squares")
+        return self.m.fusion(e, "kLoop", "loop_multiply_fusion", [x, ss, w], scale, None), ss
+
+    def norm_bwd(self, e, d_res, dn_out, x, ss, w, label):
+        """Gradient of RMSNorm: returns (d_res + dx, weight gradient [DT] bf16)."""
+        dims = x.dims
+
+        def parts(f, dno, xv, ssv, wv):
+            n_ = f.mul(f.convert(xv, F32), self.rsqrt_b(f, ssv, dims))
+            dn = f.mul(f.convert(dno, F32), f.convert(f.bcast(wv, dims, (2,)), F32))
+            return dn, n_
+
+        def red(f, p):
+            dn, n_ = parts(f, p[0], p[1], p[2], p[3])
+            return f.reduce(f.mul(dn, n_), (2,), "region_0.1")
+
+        def dx(f, p):  # [d_res,] dno, x, ss, cs, w
+            res, p = (p[0], p[1:]) if d_res is not None else (None, p)
+            dn, n_ = parts(f, p[0], p[1], p[2], p[4])
+            mean = f.bcast(f.mul(p[3], f.const(repr(1.0 / self.c.D), F32, p[3].dims)), dims, (0, 1))
+            out = f.convert(f.mul(self.rsqrt_b(f, p[2], dims), f.sub(dn, f.mul(n_, mean))), BF16)
+            return out if res is None else f.add(res, out)
+
+        def wgrad(f, p):
+            n_ = f.mul(f.convert(p[1], F32), self.rsqrt_b(f, p[2], dims))
+            return f.convert(f.reduce(f.mul(f.convert(p[0], F32), n_), (0, 1), "region_0.1"), BF16)
+
+        cs = self.m.fusion(e, "kInput", "input_reduce_fusion", [dn_out, x, ss, w], red, None)
+        cs = self.tp_sum(e, cs, f"{label} backward sum")
+        out = self.m.fusion(e, "kLoop", "loop_add_fusion", ([d_res] if d_res is not None else []) + [dn_out, x, ss, cs, w],
+                            dx, None)
+        g = self.m.fusion(e, "kInput", "input_reduce_fusion", [dn_out, x, ss], wgrad, None)
+        return out, g
+
+    def rope(self, e, v, heads, backward=False):
+        """RoPE (rotate-half) on [B,S,heads*HD] (forward) or its adjoint on [B,S,heads,HD]."""
+        c = self.c
+        B, S, HD, HALF = c.B, c.S, c.HD, c.HD // 2
+        sh = (B, S, heads, HD)
+        sl = lambda lo, hi: f"slice={{[0:{B}], [0:{S}], [0:{heads}], [{lo}:{hi}]}}"  # noqa: E731
+
+        def fwd(f, p):
+            q = f.op("reshape", bf(*sh), [p[0]])
+            hi = f.op("slice", bf(B, S, heads, HALF), [q], sl(HALF, HD))
+            lo = f.op("slice", bf(B, S, heads, HALF), [q], sl(0, HALF))
+            rot = f.op("concatenate", bf(*sh), [f.un("negate", hi), lo], "dimensions={3}")
+            return f.add(f.mul(q, f.bcast(p[1], sh, (1, 3))), f.mul(rot, f.bcast(p[2], sh, (1, 3))))
+
+        def bwd(f, p):  # dy*cos + concat(z[half:], -z[:half]), z = dy*sin
+            z = f.mul(p[0], f.bcast(p[2], sh, (1, 3)))
+            hi = f.op("slice", bf(B, S, heads, HALF), [z], sl(HALF, HD))
+            lo = f.op("slice", bf(B, S, heads, HALF), [z], sl(0, HALF))
+            rot = f.op("concatenate", bf(*sh), [hi, f.un("negate", lo)], "dimensions={3}")
+            return f.add(f.mul(p[0], f.bcast(p[1], sh, (1, 3))), rot)
+
+        return self.m.fusion(e, "kLoop", "loop_add_fusion", [v, self.cos, self.sin], bwd if backward else fwd, None)
+
+    def flash(self, e, operands, outs, backward):
+        c = self.c
+        target = "te_fused_attn_backward_ffi" if backward else "te_fused_attn_forward_ffi"
+        cfg = (f"attn_heads = {c.HL} : i64, input_batch = {c.B} : i64, is_training = true, "
+               f"kv_max_seqlen = {c.S} : i64, mask_type = 2 : i64, num_gqa_groups = {c.KVL} : i64, "
+               f"q_max_seqlen = {c.S} : i64, qk_head_dim = {c.HD} : i64, v_head_dim = {c.HD} : i64")
+        return e.op("custom-call", outs, operands, f'custom_call_target="{target}", '
+                    f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
+
+    # ---------------- one decoder layer ----------------
+    def layer_fwd(self, e, x, W):
+        """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, saved values)."""
+        c, m = self.c, self.m
+        B, S, D = c.B, c.S, c.D
+        s = {"x": x}
+        s["xn"], s["ss1"] = self.norm_fwd(e, x, W["attn_norm"], "attention RMSNorm")
+        s["xg"] = xg = self.tp_gather(e, s["xn"], "attention input")
+        q = dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
+        k = dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
+        v = dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
+        s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
+        s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
+        fa = self.flash(e, [s["q"], s["k"], s["v"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
+        s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
+        s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
+        s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
+        attn = self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)), "attention output")
+        s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
+        s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
+        s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
+        if c.gated:
+            s["g"] = dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
+            s["up"] = dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
+
+            def act(f, p):
+                gf = f.convert(p[0], F32)
+                return f.convert(f.mul(f.convert(p[1], F32), f.mul(gf, f.un("logistic", gf))), BF16)
+            s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
+        else:
+            s["pre"] = dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
+            s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
+                              lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
+        mlp = self.tp_scatter(e, dot(e, s["u"], W["wo_mlp"], (B, S, D), (2,), (0,)), "MLP output")
+        y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
+        return y, s
+
+    def layer_bwd(self, e, dy, s, W):
+        """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16})."""
+        c, m = self.c, self.m
+        B, S, D = c.B, c.S, c.D
+        g = {}
+        dyg = self.tp_gather(e, dy, "MLP output gradient")
+        g["wo_mlp"] = dot(e, s["u"], dyg, (c.FL, D), (0, 1), (0, 1))
+        du = dot(e, dyg, W["wo_mlp"], (B, S, c.FL), (2,), (1,))
+
+        def dot_add(f, p):
+            return f.add(dot(f, p[0], p[1], (B, S, D), (2,), (1,)), p[2])
+        if c.gated:
+            def act_bwd(f, p):  # du, g, up -> (d_gate, d_up)
+                duf, gf, upf = f.convert(p[0], F32), f.convert(p[1], F32), f.convert(p[2], F32)
+                sg = f.un("logistic", gf)
+                d_up = f.convert(f.mul(duf, f.mul(gf, sg)), BF16)
+                one = f.const("1", F32, gf.dims)
+                d_gate = f.convert(f.mul(f.mul(duf, upf), f.mul(sg, f.add(one, f.mul(gf, f.sub(one, sg))))), BF16)
+                return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
+            t = m.fusion(e, "kLoop", "loop_multiply_fusion", [du, s["g"], s["up"]], act_bwd, None)
+            dg = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=0")
+            dup = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=1")
+            g["wi_0"] = dot(e, s["hg"], dg, (D, c.FL), (0, 1), (0, 1))
+            g["wi_1"] = dot(e, s["hg"], dup, (D, c.FL), (0, 1), (0, 1))
+            dhn = m.fusion(e, "kOutput", "dot_add_fusion", [dup, W["wi_1"], dot(e, dg, W["wi_0"], (B, S, D), (2,), (1,))],
+                           dot_add, None)
+        else:
+            def relu_bwd(f, p):
+                pos = f.op("compare", (PRED, p[1].dims), [p[1], f.const("0", BF16, p[1].dims)], "direction=GT")
+                return f.op("select", p[0].shape, [pos, p[0], f.const("0", BF16, p[0].dims)])
+            dpre = m.fusion(e, "kLoop", "loop_select_fusion", [du, s["pre"]], relu_bwd, None)
+            g["wi"] = dot(e, s["hg"], dpre, (D, c.FL), (0, 1), (0, 1))
+            dhn = dot(e, dpre, W["wi"], (B, S, D), (2,), (1,))
+        dhn = self.tp_scatter(e, dhn, "MLP input gradient")
+        dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
+
+        dhg = self.tp_gather(e, dh, "attention output gradient")
+        g["wo"] = dot(e, s["o3"], dhg, (c.HL * c.HD, D), (0, 1), (0, 1))
+        do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dot(e, dhg, W["wo"], (B, S, c.HL * c.HD), (2,), (1,))])
+        fb = self.flash(e, [s["q"], s["k"], s["v"], s["stats"], s["o"], do],
+                        [bf(B, S, c.HL, c.HD), bf(B, S, c.KVL, c.HD), bf(B, S, c.KVL, c.HD)], True)
+        dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
+        dk = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=1")
+        dv = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=2")
+        d3 = {"wq": e.op("bitcast", bf(B, S, c.HL * c.HD), [self.rope(e, dq, c.HL, backward=True)]),
+              "wk": e.op("bitcast", bf(B, S, c.KVL * c.HD), [self.rope(e, dk, c.KVL, backward=True)]),
+              "wv": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dv])}
+        for name, dval in d3.items():
+            g[name] = dot(e, s["xg"], dval, (D, dval.dims[2]), (0, 1), (0, 1))
+        dxn = dot(e, d3["wq"], W["wq"], (B, S, D), (2,), (1,))
+        for name in ("wk", "wv"):
+            dxn = m.fusion(e, "kOutput", "dot_add_fusion", [d3[name], W[name], dxn], dot_add, None)
+        dxn = self.tp_scatter(e, dxn, "attention input gradient")
+        dx, g["attn_norm"] = self.norm_bwd(e, dh, dxn, s["x"], s["ss1"], W["attn_norm"], "attention RMSNorm")
+        return dx, g
+
+    # ---------------- the step ----------------
+    def layer_weights(self, e, stacks, index):
+        """The layer's weights: local shards sliced out of the stacks and cast to bf16; the
+        matrices' all-gathers over 'fsdp' are issued at once, each waited on at first use."""
+        c = self.c
+        starts, ready = {}, {}
+        for name, _, kind in c.weights():
+            shard = self.layer_slice(e, stacks[name], index)
+            if kind == "norm" or c.fsdp == 1:
+                ready[name] = shard
+            else:
+                starts[name] = self.all_gather(e, shard, 0 if kind == "col" else 1, c.fsdp_groups, "fsdp", c.fsdp,
+                                               f"{name} (per layer)")
+        step = self
+
+        class Lazy(dict):
+            def __missing__(self, name):
+                self[name] = step.all_gather_done(e, starts[name])
+                return self[name]
+        return Lazy(ready)
+
+    def reduce_grad(self, e, name, kind, grad, where):
+        """A weight gradient onto its local shard: reduce-scatter over 'fsdp' (all-reduce for
+        the replicated norms), then all-reduce over the DCN 'data' axis with several slices."""
+        c = self.c
+        if c.fsdp > 1:
+            if kind == "norm":
+                grad = self.all_reduce(e, grad, c.fsdp_groups, "fsdp", where)
+            else:
+                dim = 0 if kind == "col" else 1
+                grad = self.reduce_scatter_done(e, self.reduce_scatter(e, grad, dim, c.fsdp_groups, "fsdp", c.fsdp,
+                                                                       where))
+        if c.slices > 1:
+            grad = self.all_reduce(e, grad, c.dcn_groups, "dcn", where)
+        return grad
+
+    def adamw(self, e, p, g, mom, vel):
+        """AdamW (b1 0.9, b2 0.95, eps 1e-8, weight decay 0.1, lr 3e-5 with the bias corrections folded in)."""
+        def body(f, q):
+            sh = q[0].dims
+            gf = f.convert(q[1], F32)
+            m2 = f.add(f.mul(q[2], f.const("0.9", F32, sh)), f.mul(gf, f.const("0.1", F32, sh)))
+            v2 = f.add(f.mul(q[3], f.const("0.95", F32, sh)), f.mul(f.mul(gf, gf), f.const("0.05", F32, sh)))
+            upd = f.op("divide", m2.shape, [m2, f.add(f.un("sqrt", v2), f.const("1e-08", F32, sh))])
+            upd = f.add(upd, f.mul(q[0], f.const("0.1", F32, sh)))
+            p2 = f.sub(q[0], f.mul(upd, f.const("3e-05", F32, sh)))
+            return f.op("tuple", [p2.shape, m2.shape, v2.shape], [p2, m2, v2])
+        t = self.m.fusion(e, "kLoop", "loop_multiply_fusion", [p, g, mom, vel], body, None)
+        return [e.op("get-tuple-element", s, [t], f"index={k}") for k, s in enumerate((p.shape, mom.shape, vel.shape))]
+
+    def one_hot(self, e, ids):
+        """one-hot [B,S,VL] bf16 of token ids over this device's vocabulary rows."""
+        c = self.c
+
+        def body(f, p):
+            sh = (c.B, c.S, c.VL)
+            io = f.op("iota", (S32, sh), [], "iota_dimension=2")
+            eq = f.op("compare", (PRED, sh), [io, f.bcast(p[0], sh, (0, 1))], "direction=EQ")
+            return f.convert(eq, BF16)
+        return self.m.fusion(e, "kLoop", "loop_convert_fusion", [ids], body, None)
+
+    def loss(self, e, logits, labels):
+        """Softmax cross entropy over the vocabulary (split over 'tensor'): the loss and dlogits."""
+        c, m = self.c, self.m
+        sh = logits.dims
+        mx = m.fusion(e, "kInput", "input_reduce_fusion", [logits],
+                      lambda f, p: f.reduce(f.convert(p[0], F32), (2,), "region_1.5", init="-inf"), None)
+        mx = self.tp_sum(e, mx, "logits max", "region_1.5")
+
+        def exps(f, p):
+            return f.un("exponential", f.sub(f.convert(p[0], F32), f.bcast(p[1], sh, (0, 1))))
+        se = m.fusion(e, "kInput", "input_reduce_fusion", [logits, mx],
+                      lambda f, p: f.reduce(exps(f, p), (2,), "region_0.1"), None)
+        se = self.tp_sum(e, se, "softmax sum")
+
+        def label_mask(f, ids):
+            io = f.op("iota", (S32, sh), [], "iota_dimension=2")
+            return f.op("compare", (PRED, sh), [io, f.bcast(ids, sh, (0, 1))], "direction=EQ")
+
+        def picked(f, p):
+            lf = f.convert(p[0], F32)
+            return f.reduce(f.op("select", lf.shape, [label_mask(f, p[1]), lf, f.const("0", F32, sh)]), (2,),
+                            "region_0.1")
+        ll = self.tp_sum(e, m.fusion(e, "kInput", "input_reduce_fusion", [logits, labels], picked, None), "label logit")
+
+        def total(f, p):
+            per = f.sub(f.add(f.un("log", p[0]), p[1]), p[2])
+            return f.reduce(per, (0, 1), "region_0.1")
+        loss = m.fusion(e, "kInput", "input_reduce_fusion", [se, mx, ll], total, None)
+        tokens = c.B * c.S * c.devices // c.tp
+
+        def dlog(f, p):  # logits, mx, se, labels
+            pr = f.op("divide", (F32, sh), [exps(f, p), f.bcast(p[2], sh, (0, 1))])
+            oh = f.convert(label_mask(f, p[3]), F32)
+            return f.convert(f.mul(f.sub(pr, oh), f.const(repr(1.0 / tokens), F32, sh)), BF16)
+        return loss, m.fusion(e, "kLoop", "loop_convert_fusion", [logits, mx, se, labels], dlog, None)
+
+    def build(self):
+        c, m = self.c, self.m
+        e = Comp(m, "main")
+        B, S, D, L = c.B, c.S, c.D, c.L
+        tokens = e.param((S32, (B, S)), "tokens.0")
+        labels = e.param((S32, (B, S)), "targets.1")
+        cos, sin = e.param(bf(S, c.HD), "rope_cos.2"), e.param(bf(S, c.HD), "rope_sin.3")
+        params, moments = {}, {}
+        shapes = {"table": (F32, (c.VL, D // c.fsdp)), "final_norm": (F32, (c.DT,))}
+        for name, dims, kind in c.weights():
+            shapes[name] = (F32, (L,) + c.shard(dims, kind))
+        for name, shape in shapes.items():
+            params[name] = e.param(shape, f"{name}.{len(e.params)}")
+        for which in ("mu", "nu"):
+            for name, shape in shapes.items():
+                moments[(which, name)] = e.param(shape, f"{which}_{name}.{len(e.params)}")
+        layer_names = [name for name, _, _ in c.weights()]
+        kinds = {name: kind for name, _, kind in c.weights()}
+
+        # embedding (tied table, vocabulary over 'tensor', embed over 'fsdp')
+        table = e.convert(params["table"], BF16)
+        if c.fsdp > 1:
+            table = self.all_gather_done(e, self.all_gather(e, table, 1, c.fsdp_groups, "fsdp", c.fsdp, "embedding"))
+        oh_tokens = self.one_hot(e, tokens)
+        x0 = self.tp_scatter(e, dot(e, oh_tokens, table, (B, S, D), (2,), (0,)), "embedding")
+
+        # forward scan: save each layer's input (full remat)
+        saved0 = e.op("broadcast", bf(L, B, S, c.DT), [e.const("0", BF16, ())], "dimensions={}")
+
+        def fwd_body(f, v):
+            i, x, saved = v[0], v[1], v[2]
+            stacks = dict(zip(layer_names, v[3:3 + len(layer_names)]))
+            self.cos, self.sin = v[-2], v[-1]
+            y, _ = self.layer_fwd(f, x, self.layer_weights(f, stacks, i))
+            return [y, self.store(f, saved, x, i)] + v[3:]
+        zero = e.const("0", S32, ())
+        out = self.loop(e, "forward", L, [zero, x0, saved0] + [params[n] for n in layer_names] + [cos, sin], fwd_body,
+                        f"Forward scan over the {L} layers: each layer's input is saved (full remat).")
+        xL, saved = out[1], out[2]
+
+        # final norm, logits (tied), loss
+        self.cos, self.sin = cos, sin
+        fnorm = e.convert(params["final_norm"], BF16)
+        xn, ss = self.norm_fwd(e, xL, fnorm, "final RMSNorm")
+        xg = self.tp_gather(e, xn, "final norm output")
+        logits = dot(e, xg, table, (B, S, c.VL), (2,), (1,))
+        loss, dlogits = self.loss(e, logits, labels)
+        d_table = dot(e, dlogits, xg, (c.VL, D), (0, 1), (0, 1))
+        dxn = self.tp_scatter(e, dot(e, dlogits, table, (B, S, D), (2,), (0,)), "logits input gradient")
+        dxL, g_fnorm = self.norm_bwd(e, None, dxn, xL, ss, fnorm, "final RMSNorm")
+
+        # backward scan (reverse), recomputing each layer's forward from its saved input
+        grads0 = [e.op("broadcast", (BF16, shapes[n][1]), [e.const("0", BF16, ())], "dimensions={}")
+                  for n in layer_names]
+        nl = len(layer_names)
+
+        def bwd_body(f, v):
+            i, dy, saved_v = v[0], v[1], v[2]
+            stacks = dict(zip(layer_names, v[3:3 + nl]))
+            self.cos, self.sin = v[3 + nl], v[4 + nl]
+            gstacks = v[5 + nl:]
+            idx = f.sub(f.const(str(L - 1), S32, ()), i)
+            x = self.layer_slice(f, saved_v, idx)
+            W = self.layer_weights(f, stacks, idx)
+            _, s = self.layer_fwd(f, x, W)
+            dx, g = self.layer_bwd(f, dy, s, W)
+            new = [self.store(f, gs, self.reduce_grad(f, n, kinds[n], g[n], f"{n} gradient (per layer)"), idx)
+                   for n, gs in zip(layer_names, gstacks)]
+            return [dx] + v[2:5 + nl] + new
+        out = self.loop(e, "backward", L, [zero, dxL, saved] + [params[n] for n in layer_names] + [cos, sin] + grads0,
+                        bwd_body, f"Backward scan over the {L} layers in reverse: recompute the layer's forward "
+                        "from its saved input (full remat), then its backward; gradients reduce-scattered.")
+        dx0 = out[1]
+        grads = dict(zip(layer_names, out[5 + nl:]))
+
+        # embedding backward, table and final-norm gradients
+        dx0g = self.tp_gather(e, dx0, "embedding gradient")
+        d_table = m.fusion(e, "kOutput", "dot_add_fusion", [oh_tokens, dx0g, d_table],
+                           lambda f, p: f.add(dot(f, p[0], p[1], (c.VL, D), (0, 1), (0, 1)), p[2]), None)
+        grads["table"] = self.reduce_grad(e, "table", "row", d_table, "embedding table gradient")
+        grads["final_norm"] = self.reduce_grad(e, "final_norm", "norm", g_fnorm, "final norm gradient")
+
+        # AdamW on every local shard
+        new_p, new_m, new_v = [], [], []
+        for name in shapes:
+            p2, m2, v2 = self.adamw(e, params[name], grads[name], moments[("mu", name)], moments[("nu", name)])
+            new_p.append(p2), new_m.append(m2), new_v.append(v2)
+        outs = [loss] + new_p + new_m + new_v
+        root = e.op("tuple", [o.shape for o in outs], outs)
+        comps = [(f"// {comment}\n" if comment else "") + text for comment, text in m.comps]
+        head = f"HloModule jit_train_step, is_scheduled=true, num_partitions={c.devices}\n\n"
+        return head + self.regions + "\n" + "\n".join(comps) + "\n" + e.text(root, entry=True)
+
+
+def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1):
+    """(module text, Step) of one training step; raises ValueError for an impossible mesh."""
+    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices))
+    return st.build(), st
