@@ -100,6 +100,32 @@ void in_place_update_bytes(OpCost& c, const Instruction& fusion) {
   c.bytes_written = bytes(root->operand(1)->shape());
 }
 
+// A fusion parameter read only by slices and dynamic-slices (as their
+// sliced operand) is read only where they read it, as XLA's cost analysis
+// counts a fusion parameter's read bytes: the sum of the slices' results
+// instead of the whole operand.
+void sliced_parameter_bytes(OpCost& c, const Instruction& fusion) {
+  const Computation* f = fusion.fused_computation();
+  if (!f) return;
+  for (const Instruction* v : f->instructions()) {
+    if (v->opcode() != Opcode::kParameter) continue;
+    const auto p = static_cast<std::size_t>(v->parameter_number());
+    if (p >= fusion.operand_count() || v->users().empty()) continue;
+    double read = 0;
+    bool sliced = true;
+    for (const Instruction* u : v->users()) {
+      const bool slice = u->opcode() == Opcode::kSlice || u->opcode() == Opcode::kDynamicSlice;
+      if (!slice || u->operand(0) != v) {
+        sliced = false;
+        break;
+      }
+      read += bytes(u->shape());
+    }
+    const double whole = bytes(fusion.operand(p)->shape());
+    if (sliced && read < whole) c.bytes_read -= whole - read;
+  }
+}
+
 // One cost rule per opcode (XLA's HloCostAnalysis Handle<Op> style):
 // rules see the instruction, the call depth and the memo of computation
 // costs. Opcodes without a rule read their operands and write their result.
@@ -256,6 +282,7 @@ OpCost cost_fusion(const Instruction& inst, int depth, Memo& memo) {
   c.matmul_type = inner.matmul_type;
   default_bytes(c, inst);
   in_place_update_bytes(c, inst);
+  sliced_parameter_bytes(c, inst);
   return c;
 }
 

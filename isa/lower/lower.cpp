@@ -582,6 +582,7 @@ class Lowerer {
       set({Opcode::kFusion}, &Lowerer::handle_fusion);
       set({Opcode::kDot, Opcode::kConvolution}, &Lowerer::handle_contraction);
       set({Opcode::kDynamicUpdateSlice}, &Lowerer::handle_dynamic_update_slice);
+      set({Opcode::kSlice, Opcode::kDynamicSlice}, &Lowerer::handle_slice);
       return t;
     }();
     return table;
@@ -957,7 +958,7 @@ class Lowerer {
     if (contraction != nullptr) {
       return lower_dot_like(x, contraction, boundary, f);
     }
-    if (lower_fused_update_in_place(x, *f)) return true;
+    if (lower_fused_update_in_place(x, *f) || lower_fused_row_slice(x, *f)) return true;
     section(x, false);
     StreamKernel k;
     k.body = f;
@@ -976,6 +977,10 @@ class Lowerer {
     if (is_depthwise(x)) return false;
     return lower_dot_like(x, &x, {}, nullptr);
   }
+
+  // Slices that keep the last dim read only their rows (lower_row_slice);
+  // the others stream (false: the caller's stream kernel).
+  Result<bool> handle_slice(const Instruction& x, const Site& /*s*/) { return lower_row_slice(x, x, 0); }
 
   Result<bool> handle_dynamic_update_slice(const Instruction& x, const Site& /*s*/) {
     return lower_update_in_place(x);
@@ -1060,13 +1065,27 @@ class Lowerer {
     Array u = leaf0(x, upd_i);
     // The update in its own logical view (a bitcast may have given it another).
     const std::int64_t cols = std::max<std::int64_t>(1, us.dim(n - 1)) * stored_type(us.element_type()).width;
-    if (u.elements != std::max<std::int64_t>(1, us.element_count()) || u.dtype != a.dtype || cols > a.cols ||
-        blocks * c_.vmem_footprint(u.dtype, rows_per_block, cols) > c_.vmem_budget()) {
+    if (u.elements != std::max<std::int64_t>(1, us.element_count()) || u.dtype != a.dtype || cols > a.cols) {
       return false;
     }
     if (u.rows != blocks * rows_per_block || u.cols != cols) u = c_.view(u, blocks * rows_per_block, cols);
+    const bool whole = blocks * c_.vmem_footprint(u.dtype, rows_per_block, cols) <= c_.vmem_budget();
+    const std::int64_t chunk = whole ? rows_per_block : update_chunk_rows(u.dtype, rows_per_block, cols);
+    if (chunk <= 0) return false;
     vals_[&x] = operand(x, base_i);  // the result is the operand's buffer
     section(x, false);
+    if (!whole) {
+      if (c_.opt.core == 0) {
+        copy_rows(u, [&](std::int64_t b) { return b * rows_per_block; }, a,
+                  [&](std::int64_t b) { return block_row(b, us, ds, k, rows_per_block, {}); }, cols, blocks,
+                  rows_per_block, chunk);
+      }
+      c_.note(x, NoteKind::kLowered,
+              fmt::format("in place: {} block(s) of {} x {} written into the operand's buffer through VMEM in "
+                          "chunks of {} rows, two in flight (dynamic start indices timed at 0)",
+                          blocks, rows_per_block, cols, chunk));
+      return true;
+    }
     if (c_.opt.core == 0) {  // megacore: a small update, on core 0
       const isa::SemRef sem = c_.sem("dus");
       // One staging buffer per block (each whole, so VMEM-tile aligned).
@@ -1094,6 +1113,142 @@ class Lowerer {
             "in place: " + std::to_string(blocks) + " tile(s) of " + std::to_string(rows_per_block) + " x " +
                 std::to_string(cols) + " written into the operand's buffer (dynamic start indices timed at 0)");
     return true;
+  }
+
+  // Rows per staging chunk of an update too large to stage whole: the
+  // largest count, a multiple of the tile rows, of which two chunks fit the
+  // VMEM budget (0 when not even one row does).
+  std::int64_t update_chunk_rows(isa::DType d, std::int64_t rows, std::int64_t cols) const {
+    const std::int64_t align = std::max<std::int64_t>(1, c_.min_tile_rows());
+    std::int64_t r = rows;
+    while (r > 1 && 2 * c_.vmem_footprint(d, r, cols) > c_.vmem_budget()) r = (r + 1) / 2;
+    if (r > align) r -= r % align;
+    return 2 * c_.vmem_footprint(d, r, cols) <= c_.vmem_budget() ? r : 0;
+  }
+
+  // Row of block b (the small array's leading-dim digits in dims 0..k) in
+  // the large array's [rows, last dim] view, the small array placed at
+  // `start` (per dim; empty: all 0).
+  static std::int64_t block_row(std::int64_t b, const hlo::Shape& small, const hlo::Shape& big, int k,
+                                std::int64_t rows_per_block, const std::vector<std::int64_t>& start) {
+    std::int64_t rest = b, row0 = 0, stride = rows_per_block;
+    for (int d = k; d >= 0; --d) {
+      const std::int64_t ud = std::max<std::int64_t>(1, small.dim(d));
+      const std::int64_t s0 = start.empty() ? 0 : start[static_cast<std::size_t>(d)];
+      row0 += (rest % ud + s0) * stride;
+      rest /= ud;
+      stride *= std::max<std::int64_t>(1, big.dim(d));
+    }
+    return row0;  // the dims after k are whole in both: they start at 0
+  }
+
+  // Blocks of `rows_per_block` rows from `src` to `dst` through VMEM,
+  // `chunk` rows at a time in two staging buffers: chunk j+1 is read while
+  // chunk j is written back, so the rows move at HBM bandwidth (read and
+  // write). Block b starts at row src_row(b) of src and dst_row(b) of dst.
+  template <typename SrcRow, typename DstRow>
+  void copy_rows(const Array& src, SrcRow src_row, const Array& dst, DstRow dst_row, std::int64_t cols,
+                 std::int64_t blocks, std::int64_t rows_per_block, std::int64_t chunk) {
+    const isa::SemRef in = c_.sem("rows.in"), out = c_.sem("rows.out");
+    const std::array<std::uint32_t, 2> buf = {c_.vmem("rows.chunk0", src.dtype, chunk, cols),
+                                              c_.vmem("rows.chunk1", src.dtype, chunk, cols)};
+    std::int64_t j = 0;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t from = src_row(b), to = dst_row(b);
+      for (std::int64_t r = 0; r < rows_per_block; r += chunk, ++j) {
+        const std::int64_t n = std::min(chunk, rows_per_block - r);
+        const std::uint32_t slot = buf[static_cast<std::size_t>(j % 2)];
+        if (j >= 2) c_.wait(out, 1);  // this slot's previous write-back has finished
+        c_.dma(c_.tile(slot, 0, n, 0, cols), c_.tile(src.buffer, from + r, n, 0, cols), in);
+        c_.wait(in, 1);
+        c_.dma(c_.tile(dst.buffer, to + r, n, 0, cols), c_.tile(slot, 0, n, 0, cols), out);
+      }
+    }
+    c_.wait(out, std::min<std::int64_t>(j, 2));
+  }
+
+  // The block structure of `small` inside `big` in their [rows, last dim]
+  // views: k is the last leading dim where they differ (-1: none), the
+  // small array's dims up to k enumerate blocks of contiguous rows.
+  struct RowBlocks {
+    int k = -1;
+    std::int64_t blocks = 1, rows_per_block = 1;
+  };
+  static RowBlocks row_blocks(const hlo::Shape& small, const hlo::Shape& big) {
+    RowBlocks rb;
+    const int n = small.rank();
+    for (int d = 0; d + 1 < n; ++d) {
+      if (small.dim(d) != big.dim(d)) rb.k = d;
+    }
+    for (int d = 0; d <= rb.k; ++d) rb.blocks *= std::max<std::int64_t>(1, small.dim(d));
+    for (int d = rb.k + 1; d + 1 < n; ++d) rb.rows_per_block *= std::max<std::int64_t>(1, small.dim(d));
+    return rb;
+  }
+
+  // A slice or dynamic-slice of operand `src_i` (or a fusion computing one,
+  // `slice` its instruction) that keeps the last dim whole and steps by 1
+  // reads only its rows: blocks of contiguous rows of the operand, copied
+  // through VMEM into the result (dynamic start indices timed at 0, as for
+  // the in-place update). False when the slice does not have this form.
+  bool lower_row_slice(const Instruction& x, const Instruction& slice, std::size_t src_i) {
+    const hlo::Shape& ss = slice.shape();
+    const Instruction& base = *slice.operand(0);
+    const hlo::Shape& ds = base.shape();
+    if (!x.shape().is_array() || !ss.is_array() || !ds.is_array() || ss.rank() != ds.rank() || ss.rank() == 0 ||
+        ss.dim(ss.rank() - 1) != ds.dim(ds.rank() - 1) || ss.element_type() != ds.element_type() ||
+        x.shape().element_count() != ss.element_count()) {
+      return false;
+    }
+    std::vector<std::int64_t> start;
+    if (slice.opcode() == Opcode::kSlice) {
+      const auto ranges = hlo::slice_attr(slice);
+      if (!ranges || ranges->size() != static_cast<std::size_t>(ss.rank())) return false;
+      for (const auto& r : *ranges) {
+        if (r.stride != 1) return false;
+        start.push_back(r.start);
+      }
+    }
+    const RowBlocks rb = row_blocks(ss, ds);
+    if (rb.blocks > c_.opt.update_in_place_max_blocks) return false;
+    const Array a = leaf0(x, src_i);
+    const std::int64_t cols = std::max<std::int64_t>(1, ss.dim(ss.rank() - 1)) * stored_type(ss.element_type()).width;
+    if (cols > a.cols) return false;
+    const bool whole = c_.vmem_footprint(a.dtype, rb.rows_per_block, cols) * 2 <= c_.vmem_budget();
+    const std::int64_t chunk = whole ? rb.rows_per_block : update_chunk_rows(a.dtype, rb.rows_per_block, cols);
+    if (chunk <= 0) return false;
+    Value out = c_.hbm_value(x.name(), x.shape());
+    if (out.leaves.empty()) return false;
+    vals_[&x] = out;
+    Array o = out.leaves[0];
+    if (o.rows != rb.blocks * rb.rows_per_block || o.cols != cols) o = c_.view(o, rb.blocks * rb.rows_per_block, cols);
+    section(x, false);
+    if (c_.opt.core == 0) {  // megacore: on core 0
+      const std::int64_t rpb = rb.rows_per_block;
+      copy_rows(a, [&](std::int64_t b) { return block_row(b, ss, ds, rb.k, rpb, start); }, o,
+                [&](std::int64_t b) { return b * rpb; }, cols, rb.blocks, rpb, chunk);
+    }
+    c_.note(x, NoteKind::kLowered,
+            fmt::format("rows of the operand only: {} block(s) of {} x {} through VMEM in chunks of {} rows{}",
+                        rb.blocks, rb.rows_per_block, cols, chunk,
+                        slice.opcode() == Opcode::kDynamicSlice ? " (dynamic start indices timed at 0)" : ""));
+    return true;
+  }
+
+  // A fusion that is a slice or dynamic-slice of its parameter p, then only
+  // reshapes or bitcasts (XLA's dynamic-slice fusion, e.g. a loop reading one
+  // slice of its carried buffer per iteration; the index operands are scalars).
+  bool lower_fused_row_slice(const Instruction& x, const hlo::Computation& f) {
+    const Instruction* v = f.root();
+    while (v != nullptr && (v->opcode() == Opcode::kReshape || v->opcode() == Opcode::kBitcast) &&
+           v->operand_count() == 1) {
+      v = v->operand(0);
+    }
+    if (v == nullptr || (v->opcode() != Opcode::kSlice && v->opcode() != Opcode::kDynamicSlice)) return false;
+    const Instruction* base = v->operand(0);
+    if (base->opcode() != Opcode::kParameter) return false;
+    const auto p = static_cast<std::size_t>(base->parameter_number());
+    if (p >= x.operand_count()) return false;
+    return lower_row_slice(x, *v, p);
   }
 
   void lower_collective(const Instruction& x) {

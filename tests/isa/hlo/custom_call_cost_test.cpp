@@ -260,4 +260,42 @@ ENTRY e {
 }
 
 }  // namespace
-}  // namespace tpusim::hlo
+TEST(FusionCost, ParameterReadOnlyBySlicesCountsTheSlices) {
+  // A scan body's read of one layer from its carried f32[32,1024,512]
+  // buffer: a fusion slicing layer i out (dynamic-slice, then a reshape).
+  // As XLA's cost analysis counts it, the fusion reads the slice
+  // (1024·512·4 = 2 MiB) and the index (4 B), not the whole 64 MiB buffer,
+  // and writes the 2 MiB result. A parameter also read whole (the add) is
+  // read whole.
+  auto m = parse(R"(HloModule m
+fused_slice {
+  p0 = f32[32,1024,512] parameter(0)
+  p1 = s32[] parameter(1)
+  z = s32[] constant(0)
+  d = f32[1,1024,512] dynamic-slice(p0, p1, z, z), dynamic_slice_sizes={1,1024,512}
+  ROOT r = f32[1024,512] reshape(d)
+}
+fused_both {
+  p0 = f32[32,1024,512] parameter(0)
+  p1 = s32[] parameter(1)
+  z = s32[] constant(0)
+  d = f32[1,1024,512] dynamic-slice(p0, p1, z, z), dynamic_slice_sizes={1,1024,512}
+  n = f32[32,1024,512] negate(p0)
+  ROOT t = (f32[1,1024,512], f32[32,1024,512]) tuple(d, n)
+}
+ENTRY e {
+  s = f32[32,1024,512] parameter(0)
+  i = s32[] parameter(1)
+  f = f32[1024,512] fusion(s, i), kind=kLoop, calls=fused_slice
+  g = (f32[1,1024,512], f32[32,1024,512]) fusion(s, i), kind=kLoop, calls=fused_both
+  ROOT t = (f32[1024,512], (f32[1,1024,512], f32[32,1024,512])) tuple(f, g)
+})");
+  const Computation* entry = m->entry();
+  const OpCost f = instruction_cost(*entry->find_instruction("f"));
+  EXPECT_DOUBLE_EQ(f.bytes_read, 1024.0 * 512 * 4 + 4);
+  EXPECT_DOUBLE_EQ(f.bytes_written, 1024.0 * 512 * 4);
+  const OpCost g = instruction_cost(*entry->find_instruction("g"));
+  EXPECT_DOUBLE_EQ(g.bytes_read, 32.0 * 1024 * 512 * 4 + 4);
+}
+
+}  // namespace
