@@ -53,6 +53,18 @@ rc=0
 "$TPUSIM" validate step tests/validation/refs/measured_hw_step.csv --format json \
   > out/validate_measured_step.json || rc=$?
 [ "$rc" -le 1 ] || status=1
+# Whole MaxText training steps on measured slices (report only; the quick
+# mode runs one validation row, the published table every generated row:
+# about an hour on 2 cores, most of it the 16- and 32-slice rows' DCN
+# collectives). VALIDATE_TRAIN_JSON=FILE reports an earlier run's output
+# (scripts/validate_train.py -o FILE) instead of simulating the rows again.
+if [ -n "${VALIDATE_TRAIN_JSON:-}" ]; then
+  cp "$VALIDATE_TRAIN_JSON" out/validate_train.json
+else
+  train_args=()
+  [ "${VALIDATE_QUICK:-0}" = "1" ] && train_args=(--quick)
+  python3 scripts/validate_train.py "$TPUSIM" "${train_args[@]}" -o out/validate_train.json || status=1
+fi
 # Internal consistency: full vs symmetric multi-chip mode on the tp8 layer
 # (v5p, 8 and 16 chips; tests/sim/spmd_test.cpp checks 64 as well).
 for sys in 8 4x4; do
