@@ -2,9 +2,9 @@
 """Whole MaxText training steps against measured TPUs (tests/validation/refs/hw/train_step.csv).
 
 For every row workloads/gen/maxtext_step.py can generate (the MaxText default
-decoder with stated dimensions, full remat, bf16, a whole per-device batch):
-writes the row's whole training step (maxtext_step.py --emit: embedding, the
-scanned layers forward and backward with the full-remat recomputation, flash
+decoder with stated dimensions, full or minimal remat, bf16, a whole per-device
+batch): writes the row's whole training step (maxtext_step.py --emit: embedding,
+the scanned layers forward and backward with the remat policy's recomputation, flash
 attention, loss, FSDP/tensor collectives, the DCN gradient all-reduce of
 multislice rows, AdamW), simulates it on the row's slice with
 `tpusim run --chip CHIP --system TOPOLOGY [--set system.slices=N] --mode
@@ -47,7 +47,8 @@ def measured_step_s(row, dims):
 def simulate(tpusim, row, index, tmp):
     fsdp, tensor, slices = maxtext_step.mesh(row)
     dims = maxtext_step.parse_spec(row["model_spec"])
-    text, _ = maxtext_hlo.emit(dims, float(row["per_device_batch"]), int(row["seq_len"]), fsdp, tensor, slices)
+    text, _ = maxtext_hlo.emit(dims, float(row["per_device_batch"]), int(row["seq_len"]), fsdp, tensor, slices,
+                               maxtext_step.remat_policy(row))
     path = os.path.join(tmp, f"row{index}.hlo")
     with open(path, "w") as f:
         f.write(text)

@@ -4,9 +4,9 @@ hand for one config (gpt-style 16B: emb 5120, 32 heads x 256, mlp 32768 relu,
 32 layers, vocab 32768).
 
 With --tpusim, the whole-step module (maxtext_step.py --emit, maxtext_hlo.py)
-of a small decoder on an fsdp 4 x tensor 2 x 3-slice mesh: its FLOPs
-(`tpusim analyze`) against the step's matmul and flash-attention FLOPs counted
-by hand here, and its collectives (`tpusim run`) against the counts the
+of a small decoder on an fsdp 4 x tensor 2 x 3-slice mesh, with full and with
+minimal remat: its FLOPs (`tpusim analyze`) against the step's matmul and
+flash-attention FLOPs counted by hand here, and its collectives (`tpusim run`) against the counts the
 structure implies (two all-gathers and one reduce-scatter per weight matrix
 and layer over 'fsdp', a DCN all-reduce per gradient)."""
 import argparse
@@ -55,11 +55,12 @@ class WholeStep(unittest.TestCase):
         import maxtext_step
         d = maxtext_step.parse_spec(f"emb={self.D},heads={self.H},head_dim={self.HD},mlp={self.F} (relu),"
                                     f"layers={self.L},vocab={self.V}")
-        text, _ = maxtext_hlo.emit(d, self.PDB, self.S, self.FSDP, self.TP, self.SLICES)
         self.tmp = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.tmp.name, "step.hlo")
-        with open(self.path, "w") as f:
-            f.write(text)
+        self.path, self.minimal = (os.path.join(self.tmp.name, n) for n in ("step.hlo", "minimal.hlo"))
+        for path, remat in ((self.path, "full"), (self.minimal, "minimal")):
+            text, _ = maxtext_hlo.emit(d, self.PDB, self.S, self.FSDP, self.TP, self.SLICES, remat)
+            with open(path, "w") as f:
+                f.write(text)
 
     def tearDown(self):
         if TPUSIM is not None:
@@ -71,17 +72,18 @@ class WholeStep(unittest.TestCase):
         T, HL, FL, VL = B * S, H // tp, F // tp, V // tp
         dense = 2 * T * (3 * D * HL * HD + HL * HD * D + 2 * D * FL)   # Q, K, V, O, wi, wo
         attention = 4 * B * HL * S * S * HD / 2                        # QK^T and PV, causal half
-        # forward, recomputed forward (full remat), backward (2x dense; flash backward 2.5x)
-        layers = L * (4 * dense + 4.5 * attention)
         # one-hot embedding dot and its table gradient; tied logits forward and backward (x3)
         vocab = 2 * (2 * T * VL * D) + 3 * (2 * T * D * VL)
-        want = layers + vocab
-        out = subprocess.run([TPUSIM, "analyze", self.path, "--chip", "v5e", "--format", "json"], check=True,
-                             capture_output=True, text=True).stdout
-        got = json.loads(out)["total"]["flops"]
-        # The rest is elementwise work (norms, RoPE, softmax, AdamW): positive and small at these sizes.
-        self.assertGreaterEqual(got, want)
-        self.assertLess(got, 1.03 * want)
+        # full remat: forward, recomputed forward, backward (2x dense; flash backward 2.5x). minimal: the
+        # projections are saved, so only attention runs again.
+        for path, layer in ((self.path, 4 * dense + 4.5 * attention), (self.minimal, 3 * dense + 4.5 * attention)):
+            want = L * layer + vocab
+            out = subprocess.run([TPUSIM, "analyze", path, "--chip", "v5e", "--format", "json"], check=True,
+                                 capture_output=True, text=True).stdout
+            got = json.loads(out)["total"]["flops"]
+            # The rest is elementwise work (norms, RoPE, softmax, AdamW): positive and small at these sizes.
+            self.assertGreaterEqual(got, want, path)
+            self.assertLess(got, 1.03 * want, path)
 
     def test_collectives_per_step(self):
         out = subprocess.run([TPUSIM, "run", self.path, "--chip", "v5e", "--system", "4x2", "--set",

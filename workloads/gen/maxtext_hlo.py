@@ -4,19 +4,19 @@ partitioner leaves it for MaxText's FSDP x tensor (x DCN data) sharding
 workloads/README.md, "MaxText steps".
 
 What one step does (MaxText decoder, scan_layers=True, use_iota_embed=True,
-logits_via_embedding=True, remat_policy=full, attention=flash):
+logits_via_embedding=True, remat_policy=full or minimal, attention=flash):
 
   embedding   one-hot(tokens) . table (the iota embedding), tied with the logits
   forward     while loop over the layers (the scan): per layer the weights'
               local shards are sliced out of the stacked [layers, ...]
               parameters, cast to bf16 and all-gathered over 'fsdp', the layer
               runs (RMSNorm, Q/K/V, RoPE, flash attention, output projection,
-              residual, RMSNorm, MLP, residual), and only the layer's input is
-              saved (full remat)
+              residual, RMSNorm, MLP, residual); full remat saves only the
+              layer's input, minimal remat also the projections' outputs
   loss        final RMSNorm, logits = x . table^T, softmax cross entropy
               and its gradient
   backward    while loop over the layers in reverse: the layer's forward is
-              recomputed from its saved input (full remat), then its backward
+              recomputed from what was saved, then its backward
               runs (flash-attention backward); each weight gradient is
               reduce-scattered over 'fsdp' onto the local shard (and, with
               several slices, all-reduced over the DCN 'data' axis) and stored
@@ -67,7 +67,10 @@ def iota_groups(mesh, axis):
 class Config:
     """Dimensions and mesh of one step."""
 
-    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1):
+    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full"):
+        if remat not in ("full", "minimal"):
+            raise ValueError(f"remat policy '{remat}': full or minimal")
+        self.remat = remat
         self.L, self.D, self.H, self.KV = dims["layers"], dims["emb"], dims["heads"], dims["kv_heads"]
         self.HD, self.F, self.V = dims["head_dim"], dims["mlp"], dims["vocab"]
         self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else relu(x.wi)
@@ -99,6 +102,19 @@ class Config:
              ("wv", (D, self.KVL * HD), "col"), ("wo", (self.HL * HD, D), "row"), ("mlp_norm", (self.DT,), "norm")]
         w += [("wi_0", (D, self.FL), "col"), ("wi_1", (D, self.FL), "col")] if self.gated else [("wi", (D, self.FL), "col")]
         return w + [("wo_mlp", (self.FL, D), "row")]
+
+    def saved(self):
+        """(name, per-layer shape) of what the forward scan saves for the backward: the layer's input
+        (full remat), and with `minimal` (jax.checkpoint_dots_with_no_batch_dims) also the outputs of
+        the projections (Q, K, V, the attention output projection, the MLP's input projections)."""
+        act = (BF16, (self.B, self.S, self.DT))
+        if self.remat == "full":
+            return [("x", act)]
+        proj = [("q_proj", bf(self.B, self.S, self.HL * self.HD)), ("k_proj", bf(self.B, self.S, self.KVL * self.HD)),
+                ("v_proj", bf(self.B, self.S, self.KVL * self.HD)), ("attn", act)]
+        mlp = [("g", bf(self.B, self.S, self.FL)), ("up", bf(self.B, self.S, self.FL))] if self.gated else \
+            [("pre", bf(self.B, self.S, self.FL))]
+        return [("x", act)] + proj + mlp
 
     def shard(self, dims, kind):
         if kind == "norm":
@@ -312,38 +328,50 @@ class Step:
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
 
     # ---------------- one decoder layer ----------------
-    def layer_fwd(self, e, x, W):
-        """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, saved values)."""
+    def layer_fwd(self, e, x, W, saved=None):
+        """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
+        uses). With `saved` (the projections the minimal remat policy kept) the forward is recomputed
+        around them: no projection runs again, and y (not needed) is None."""
         c, m = self.c, self.m
         B, S, D = c.B, c.S, c.D
         s = {"x": x}
         s["xn"], s["ss1"] = self.norm_fwd(e, x, W["attn_norm"], "attention RMSNorm")
         s["xg"] = xg = self.tp_gather(e, s["xn"], "attention input")
-        q = dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
-        k = dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
-        v = dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
+        if saved:
+            q, k, v = saved["q_proj"], saved["k_proj"], saved["v_proj"]
+        else:
+            q = dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
+            k = dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
+            v = dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
+        s["q_proj"], s["k_proj"], s["v_proj"] = q, k, v
         s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
         s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
         fa = self.flash(e, [s["q"], s["k"], s["v"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
         s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
         s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
-        attn = self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)), "attention output")
+        if saved:
+            attn = saved["attn"]
+        else:
+            attn = self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)), "attention output")
+        s["attn"] = attn
         s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
         s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
         s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
         if c.gated:
-            s["g"] = dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
-            s["up"] = dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
+            s["g"] = saved["g"] if saved else dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
+            s["up"] = saved["up"] if saved else dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
 
             def act(f, p):
                 gf = f.convert(p[0], F32)
                 return f.convert(f.mul(f.convert(p[1], F32), f.mul(gf, f.un("logistic", gf))), BF16)
             s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
         else:
-            s["pre"] = dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
+            s["pre"] = saved["pre"] if saved else dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
             s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
                               lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
+        if saved:
+            return None, s
         mlp = self.tp_scatter(e, dot(e, s["u"], W["wo_mlp"], (B, S, D), (2,), (0,)), "MLP output")
         y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
         return y, s
@@ -527,19 +555,22 @@ class Step:
         oh_tokens = self.one_hot(e, tokens)
         x0 = self.tp_scatter(e, dot(e, oh_tokens, table, (B, S, D), (2,), (0,)), "embedding")
 
-        # forward scan: save each layer's input (full remat)
-        saved0 = e.op("broadcast", bf(L, B, S, c.DT), [e.const("0", BF16, ())], "dimensions={}")
+        # forward scan: save what the remat policy keeps for the backward
+        keep = c.saved()
+        nk = len(keep)
+        saved0 = [e.op("broadcast", (dt, (L,) + dims), [e.const("0", dt, ())], "dimensions={}") for _, (dt, dims) in keep]
 
         def fwd_body(f, v):
-            i, x, saved = v[0], v[1], v[2]
-            stacks = dict(zip(layer_names, v[3:3 + len(layer_names)]))
+            i, x, saved = v[0], v[1], v[2:2 + nk]
+            stacks = dict(zip(layer_names, v[2 + nk:2 + nk + len(layer_names)]))
             self.cos, self.sin = v[-2], v[-1]
-            y, _ = self.layer_fwd(f, x, self.layer_weights(f, stacks, i))
-            return [y, self.store(f, saved, x, i)] + v[3:]
+            y, s = self.layer_fwd(f, x, self.layer_weights(f, stacks, i))
+            return [y] + [self.store(f, st, s[n], i) for (n, _), st in zip(keep, saved)] + v[2 + nk:]
         zero = e.const("0", S32, ())
-        out = self.loop(e, "forward", L, [zero, x0, saved0] + [params[n] for n in layer_names] + [cos, sin], fwd_body,
-                        f"Forward scan over the {L} layers: each layer's input is saved (full remat).")
-        xL, saved = out[1], out[2]
+        what = "its input (full remat)" if c.remat == "full" else "its input and projections (minimal remat)"
+        out = self.loop(e, "forward", L, [zero, x0] + saved0 + [params[n] for n in layer_names] + [cos, sin],
+                        fwd_body, f"Forward scan over the {L} layers: each layer saves {what}.")
+        xL, saved = out[1], out[2:2 + nk]
 
         # final norm, logits (tied), loss
         self.cos, self.sin = cos, sin
@@ -558,23 +589,25 @@ class Step:
         nl = len(layer_names)
 
         def bwd_body(f, v):
-            i, dy, saved_v = v[0], v[1], v[2]
-            stacks = dict(zip(layer_names, v[3:3 + nl]))
-            self.cos, self.sin = v[3 + nl], v[4 + nl]
-            gstacks = v[5 + nl:]
+            i, dy, saved_v = v[0], v[1], v[2:2 + nk]
+            stacks = dict(zip(layer_names, v[2 + nk:2 + nk + nl]))
+            self.cos, self.sin = v[2 + nk + nl], v[3 + nk + nl]
+            gstacks = v[4 + nk + nl:]
             idx = f.sub(f.const(str(L - 1), S32, ()), i)
-            x = self.layer_slice(f, saved_v, idx)
+            got = {n: self.layer_slice(f, st, idx) for (n, _), st in zip(keep, saved_v)}
             W = self.layer_weights(f, stacks, idx)
-            _, s = self.layer_fwd(f, x, W)
+            _, s = self.layer_fwd(f, got["x"], W, got if c.remat == "minimal" else None)
             dx, g = self.layer_bwd(f, dy, s, W)
             new = [self.store(f, gs, self.reduce_grad(f, n, kinds[n], g[n], f"{n} gradient (per layer)"), idx)
                    for n, gs in zip(layer_names, gstacks)]
-            return [dx] + v[2:5 + nl] + new
-        out = self.loop(e, "backward", L, [zero, dxL, saved] + [params[n] for n in layer_names] + [cos, sin] + grads0,
-                        bwd_body, f"Backward scan over the {L} layers in reverse: recompute the layer's forward "
-                        "from its saved input (full remat), then its backward; gradients reduce-scattered.")
+            return [dx] + v[2:4 + nk + nl] + new
+        again = "the layer's forward from its saved input (full remat)" if c.remat == "full" else \
+            "the layer's norms, RoPE, attention and activation around its saved projections (minimal remat)"
+        out = self.loop(e, "backward", L, [zero, dxL] + saved + [params[n] for n in layer_names] + [cos, sin] + grads0,
+                        bwd_body, f"Backward scan over the {L} layers in reverse: recompute {again}, then its "
+                        "backward; gradients reduce-scattered.")
         dx0 = out[1]
-        grads = dict(zip(layer_names, out[5 + nl:]))
+        grads = dict(zip(layer_names, out[4 + nk + nl:]))
 
         # embedding backward, table and final-norm gradients
         dx0g = self.tp_gather(e, dx0, "embedding gradient")
@@ -595,7 +628,8 @@ class Step:
         return head + self.regions + "\n" + "\n".join(comps) + "\n" + e.text(root, entry=True)
 
 
-def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1):
-    """(module text, Step) of one training step; raises ValueError for an impossible mesh."""
-    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices))
+def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full"):
+    """(module text, Step) of one training step; raises ValueError for an impossible mesh.
+    remat: full (only each layer's input is saved) or minimal (its projections too)."""
+    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices, remat))
     return st.build(), st

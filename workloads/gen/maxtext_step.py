@@ -4,7 +4,7 @@
 It reads a row of tests/validation/refs/hw/train_step.csv, derives the decoder
 dimensions and the mesh, writes the HLO module of the whole training step
 (`--emit ROW`; maxtext_hlo.py: embedding, the scanned layers forward and
-backward with full-remat recomputation, flash attention, loss, FSDP/tensor
+backward with the remat policy's recomputation, flash attention, loss, FSDP/tensor
 collectives, the DCN gradient all-reduce of multislice rows, AdamW), and
 computes the per-device TFLOP per step with the formula the row's `includes`
 column quotes (MaxText train.py calculate_training_tflops):
@@ -89,8 +89,8 @@ def supported(row):
     """None when --emit can write the row's step, else why not."""
     if parse_spec(row["model_spec"]) is None:
         return "model_spec names a MaxText model config (dimensions not stated)"
-    if not row["remat"].startswith("full"):
-        return f"remat policy '{row['remat'].split(':')[0]}' (only full remat is generated)"
+    if remat_policy(row) not in ("full", "minimal"):
+        return f"remat policy '{remat_policy(row)}' (full and minimal are generated)"
     if row["precision"] != "bf16":
         return f"precision {row['precision']}"
     try:
@@ -100,6 +100,11 @@ def supported(row):
     except ValueError as err:
         return str(err)
     return None
+
+
+def remat_policy(row):
+    """The row's MaxText remat_policy (the first word of its remat column)."""
+    return row["remat"].split(":")[0].split()[0].strip()
 
 
 def run_args(row):
@@ -148,10 +153,11 @@ def emit_row(rows, a):
     import maxtext_hlo  # beside this script
     fsdp, tensor, slices = mesh(r)
     d = parse_spec(r["model_spec"])
-    text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices)
+    text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices,
+                                  remat_policy(r))
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
             f"(fsdp {fsdp} x tensor {tensor} x {slices} slice(s)), per-device batch {step.c.B} x seq {step.c.S}, "
-            f"full remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
+            f"{remat_policy(r)} remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
             f"run with: tpusim run F.hlo {' '.join(run_args(r))}\n")
     out = sys.stdout if a.output == "-" else open(a.output, "w")
     out.write(head + text)
