@@ -47,7 +47,7 @@ reduce-scattered in bf16.
 """
 import math
 
-from spmd_train_step import BF16, F32, Comp, Module, Val, dot, shape_text  # noqa: F401
+from spmd_train_step import BF16, F32, REGION_COUNTERS, REGIONS, Comp, Module, dot
 
 S32, PRED = "s32", "pred"
 
@@ -137,14 +137,8 @@ class Step:
         self.c = cfg
         self.m = Module()
         self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
-        self.m.counters.update({"add": 5, "maximum": 9})
-        self.regions = (
-            "%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n"
-            "  ROOT %add.0 = bf16[] add(bf16[] %x, bf16[] %y)\n}\n\n"
-            "%region_0.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {\n  %Arg_0.2 = f32[] parameter(0)\n"
-            "  %Arg_1.3 = f32[] parameter(1)\n  ROOT %add.4 = f32[] add(f32[] %Arg_0.2, f32[] %Arg_1.3)\n}\n\n"
-            "%region_1.5 (Arg_0.6: f32[], Arg_1.7: f32[]) -> f32[] {\n  %Arg_0.6 = f32[] parameter(0)\n"
-            "  %Arg_1.7 = f32[] parameter(1)\n  ROOT %maximum.8 = f32[] maximum(f32[] %Arg_0.6, f32[] %Arg_1.7)\n}\n")
+        self.m.counters.update(REGION_COUNTERS)
+        self.regions = REGIONS
 
     # ---------------- collectives ----------------
     @staticmethod

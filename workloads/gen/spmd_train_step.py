@@ -31,6 +31,17 @@ import math
 BF16, F32 = "bf16", "f32"
 
 
+# The reduction computations every module uses: bf16 add (collectives), f32 add and max (reduces).
+REGIONS = (
+    "%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n"
+    "  ROOT %add.0 = bf16[] add(bf16[] %x, bf16[] %y)\n}\n\n"
+    "%region_0.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {\n  %Arg_0.2 = f32[] parameter(0)\n"
+    "  %Arg_1.3 = f32[] parameter(1)\n  ROOT %add.4 = f32[] add(f32[] %Arg_0.2, f32[] %Arg_1.3)\n}\n\n"
+    "%region_1.5 (Arg_0.6: f32[], Arg_1.7: f32[]) -> f32[] {\n  %Arg_0.6 = f32[] parameter(0)\n"
+    "  %Arg_1.7 = f32[] parameter(1)\n  ROOT %maximum.8 = f32[] maximum(f32[] %Arg_0.6, f32[] %Arg_1.7)\n}\n")
+REGION_COUNTERS = {"add": 5, "maximum": 9}  # names REGIONS takes, for Module.fresh
+
+
 def shape_text(shape, layout=True):
     """bf16[2,3]{1,0}; a tuple (list of shapes) prints as (a, b)."""
     if isinstance(shape, list):
@@ -196,14 +207,8 @@ def build(a, fmt_float):
     f32 = lambda *d: (F32, tuple(d))  # noqa: E731
     act3 = bf(B, S, D)
 
-    regions = (
-        "%add (x: bf16[], y: bf16[]) -> bf16[] {\n  %x = bf16[] parameter(0)\n  %y = bf16[] parameter(1)\n"
-        "  ROOT %add.0 = bf16[] add(bf16[] %x, bf16[] %y)\n}\n\n"
-        "%region_0.1 (Arg_0.2: f32[], Arg_1.3: f32[]) -> f32[] {\n  %Arg_0.2 = f32[] parameter(0)\n"
-        "  %Arg_1.3 = f32[] parameter(1)\n  ROOT %add.4 = f32[] add(f32[] %Arg_0.2, f32[] %Arg_1.3)\n}\n\n"
-        "%region_1.5 (Arg_0.6: f32[], Arg_1.7: f32[]) -> f32[] {\n  %Arg_0.6 = f32[] parameter(0)\n"
-        "  %Arg_1.7 = f32[] parameter(1)\n  ROOT %maximum.8 = f32[] maximum(f32[] %Arg_0.6, f32[] %Arg_1.7)\n}\n")
-    m.counters.update({"add": 5, "maximum": 9})  # keep the regions' names unique
+    regions = REGIONS
+    m.counters.update(REGION_COUNTERS)  # keep the regions' names unique
 
     e = Comp(m, "main")
     # --- parameters: x, dy, the 9 weights (local shards), RoPE tables, Adam m and v ---
