@@ -9,6 +9,8 @@
 
 #include "isa/hlo/element_type.h"
 #include "isa/hlo/opcode.h"
+#include "isa/stablehlo/attributes.h"
+#include "isa/stablehlo/names.h"
 
 namespace tpusim::stablehlo {
 namespace {
@@ -47,6 +49,13 @@ std::string sanitize(std::string_view s) {
   return out;
 }
 
+// A shape given as HLO text (an `xla_shape` attribute).
+Shape hlo_shape(const std::string& text) {
+  Shape out{text, {}};
+  for (const auto& e : tuple_elements(text)) out.elements.push_back(hlo_shape(e));
+  return out;
+}
+
 std::string join(const std::vector<std::int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
 
 // MLIR element type -> HLO element type name ("" when unknown).
@@ -82,6 +91,7 @@ class Converter {
   HloText out_;
   std::set<std::string, std::less<>> done_, active_;
   int regions_ = 0;
+  bool has_collectives_ = false;
 
   bool fail(const Token& at, std::string msg) {
     errs_.push_back({file_, static_cast<int>(at.line), static_cast<int>(at.column), std::move(msg),
@@ -232,6 +242,15 @@ class Converter {
     }
     return true;
   }
+  bool operand_values(const Op& op, Scope& s, std::vector<Value>& out) {
+    std::vector<std::string> names;
+    if (!operands(op, s, names)) return false;
+    for (const auto& n : names) {
+      const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == n; });
+      out.push_back(it == s.values.end() ? Value{n, {}, 0} : it->second);
+    }
+    return true;
+  }
   bool use(const Token& t, Scope& s, std::string& name) {
     std::string_view v = t.text;
     std::int64_t index = -1;
@@ -269,11 +288,16 @@ class Converter {
     for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
     return emit_raw(op, s, shape, opcode, ops, attrs);
   }
-  bool emit_raw(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::string& ops,
+  bool emit_raw(const Op& op, Scope& s, const Shape& stated, std::string_view opcode, const std::string& ops,
                 const std::string& attrs) {
     const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
     const std::string name = fmt::format("{}.{}", s.prefix, base);
-    add_line(s, fmt::format("%{} = {} {}({}){}{}", name, shape.hlo, opcode, ops, attrs, metadata(op)), op.at);
+    const HloExtras extras = hlo_extras(op.tokens);
+    const Shape shape = extras.shape.empty() ? stated : hlo_shape(extras.shape);
+    if (const auto code = hlo::opcode_from_name(opcode); code && hlo::opcode_category(*code) == hlo::OpCategory::kCollective) {
+      has_collectives_ = true;
+    }
+    add_line(s, fmt::format("%{} = {} {}({}){}{}{}", name, shape.hlo, opcode, ops, attrs, extras.attrs, metadata(op)), op.at);
     if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
     return true;
   }
@@ -304,9 +328,25 @@ class Converter {
   bool scalar(const Token& dense, const Shape& shape, std::string& literal) {
     std::string_view v = dense.text.substr(6, dense.text.size() - 7);
     if (v.starts_with("\"0x")) return hex_scalar(dense, v.substr(3, v.size() - 4), shape, literal);
+    if (v.starts_with("0x") || v.starts_with("0X")) return float_bits(dense, v.substr(2), shape, literal);
     if (v.starts_with("(")) return literal = std::string(v), true;
     if (v == "true" || v == "false" || !v.empty()) return literal = std::string(v), true;
     return fail(dense, "empty dense<> literal");
+  }
+  // `dense<0x7F800000>`: a float's bit pattern, as MLIR prints non-finite values.
+  bool float_bits(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
+    std::uint64_t bits = 0;
+    std::from_chars(hex.data(), hex.data() + hex.size(), bits, 16);
+    const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
+    if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
+    if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
+    if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
+    if (e == "f16") {  // widen: sign, 5-bit exponent (all ones: inf/nan), 10-bit fraction
+      const bool special = ((bits >> 10) & 0x1F) == 0x1F;
+      const bool neg = (bits & 0x8000) != 0;
+      if (special) return literal = (bits & 0x3FF) != 0 ? "nan" : (neg ? "-inf" : "inf"), true;
+    }
+    return fail(dense, fmt::format("hexadecimal constant of type {} is not supported", e));
   }
   bool hex_scalar(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
     std::uint64_t bits = 0;
@@ -455,7 +495,7 @@ class Converter {
     if (!ints(op, "dimensions", dims)) return fail(op.at, "reduce needs 'dimensions = [...]'");
     std::string body;
     if (op.regions.size() == 1) {
-      if (!region(op.regions[0], op, s, body)) return false;
+      if (!region(op.regions[0], s, body)) return false;
     } else if (!applies(op, s, body)) {
       return false;
     }
@@ -488,6 +528,10 @@ class Converter {
   // while: one tuple operand, condition and body computations over it.
   bool while_loop(const Op& op, Scope& s) {
     if (op.regions.size() != 2) return fail(op.at, "while needs a cond and a body region");
+    // HLO's form (printer.h): one tuple operand, each region's one argument is that tuple.
+    if (const auto types = result_types(op, true); types.size() == 1 && types[0].text.starts_with("tuple<")) {
+      return generic(op, s, "while");
+    }
     std::vector<std::string> args;
     if (!operands(op, s, args)) return false;
     Shape shape;
@@ -496,7 +540,7 @@ class Converter {
     if (args.size() != types.size()) return fail(op.at, fmt::format("while has {} operands but {} types", args.size(), types.size()));
     std::vector<BlockArg> iter;
     for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
-      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()]});
+      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()], {}});
     }
     std::string cond, body;
     if (!tuple_region(op.regions[0], iter, shape, s, cond) || !tuple_region(op.regions[1], iter, shape, s, body)) return false;
@@ -522,19 +566,23 @@ class Converter {
     return body(r, s, false, name);
   }
   // A region with scalar (or tensor) block arguments as parameters (reduce bodies).
-  bool region(const Region& r, const Op& op, Scope& outer, std::string& name) {
+  // `from`: values the block arguments stand for (a fusion's operands, a
+  // while's tuple): an argument of their type takes their layout.
+  bool region(const Region& r, Scope& outer, std::string& name, const std::vector<Value>& from = {}) {
     Scope s;
     s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
-    if (!parameters(r.args, s)) return false;
-    (void)op;
+    if (!parameters(r.args, s, from)) return false;
     return body(r, s, false, name);
   }
-  bool parameters(const std::vector<BlockArg>& args, Scope& s) {
+  bool parameters(const std::vector<BlockArg>& args, Scope& s, const std::vector<Value>& from = {}) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       Shape shape;
       if (!shape_of(args[i].type, shape)) return false;
+      if (from.size() == args.size() && strip_layouts(from[i].shape.hlo) == shape.hlo) shape = from[i].shape;
+      const HloExtras extras = hlo_extras(args[i].attrs);
+      if (!extras.shape.empty()) shape = hlo_shape(extras.shape);
       const std::string n = fmt::format("{}.{}", s.prefix, sanitize(args[i].name.substr(1)));
-      add_line(s, fmt::format("%{} = {} parameter({})", n, shape.hlo, i), args[i].type);
+      add_line(s, fmt::format("%{} = {} parameter({}){}", n, shape.hlo, i, extras.attrs), args[i].type);
       s.values[std::string(args[i].name)] = {n, shape, s.lines.size() - 1};
       s.params.push_back(s.values[std::string(args[i].name)]);
     }
@@ -583,7 +631,53 @@ class Converter {
       if (hlo_name == "reverse") return reverse(op, s);
       return elementwise(op, s);
     }
+    if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
     return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+  }
+  // An op printed from HLO (printer.h): its HLO attributes are `hlo.*`
+  // entries, it is an mhlo op, or it needs no attribute at all.
+  bool generic_form(const Op& op, const std::string& opcode) {
+    if (opcode.empty() || (!hlo::opcode_from_name(opcode) && !op.name.starts_with("mhlo."))) return false;
+    static const std::set<std::string, std::less<>> kNoAttributes = {"after-all", "partition-id", "replica-id",
+                                                                     "opt-barrier", "real", "imag", "complex",
+                                                                     "dynamic-update-slice", "cholesky"};
+    const bool branches_with_operands = opcode == "conditional" && !op.regions.empty() && !op.regions[0].args.empty();
+    return op.name.starts_with("mhlo.") || hlo_extras(op.tokens).any_hlo || kNoAttributes.contains(opcode) ||
+           branches_with_operands;
+  }
+  // Operands, result, `hlo.*` attributes and regions, one to one.
+  bool generic(const Op& op, Scope& s, const std::string& opcode) {
+    std::string kind;
+    for (const AttrEntry& e : attr_entries(op.tokens)) {
+      if (e.name == "fusion_kind") {
+        for (std::size_t k = e.value; k < op.tokens.size() && kind.empty(); ++k) {
+          if (op.tokens[k].text.starts_with("k") && op.tokens[k].kind == TokKind::kIdent) kind = op.tokens[k].text;
+        }
+      } else if (!is_extra_attribute(e.name)) {
+        return fail(op.tokens[e.value], fmt::format("attribute '{}' of '{}' is not supported", e.name, op.name));
+      }
+    }
+    std::vector<Value> args;
+    Shape shape;
+    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+    const bool pred = !args.empty() && args[0].shape.hlo.starts_with("pred[]");
+    const RegionAttrs names = region_attributes(opcode, pred);
+    std::vector<std::string> comps;
+    for (std::size_t i = 0; i < op.regions.size(); ++i) {
+      std::vector<Value> from = args;
+      if (opcode == "conditional") from = i + 1 < args.size() ? std::vector<Value>{args[i + 1]} : std::vector<Value>{};
+      std::string name;
+      if (!region(op.regions[i], s, name, from)) return false;
+      comps.push_back("%" + name);
+    }
+    if (!names.is_list && comps.size() > names.names.size()) return fail(op.at, fmt::format("'{}' has too many regions", op.name));
+    std::string attrs;
+    if (names.is_list && !comps.empty()) attrs = fmt::format(", {}={{{}}}", names.names[0], fmt::join(comps, ", "));
+    for (std::size_t i = 0; !names.is_list && i < comps.size(); ++i) attrs += fmt::format(", {}={}", names.names[i], comps[i]);
+    if (!kind.empty()) attrs += ", kind=" + kind;
+    std::vector<std::string> arg_names;
+    for (const auto& a : args) arg_names.push_back(a.name);
+    return emit(op, s, shape, opcode, arg_names, attrs);
   }
   bool reverse(const Op& op, Scope& s) {
     std::vector<std::int64_t> dims;
@@ -610,6 +704,7 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.return", &Converter::ret},
       {"func.return", &Converter::ret},
       {"return", &Converter::ret},
+      {"mhlo.return", &Converter::ret},
       {"func.call", &Converter::call},
       {"call", &Converter::call},
   };
@@ -627,17 +722,23 @@ Result<HloText> Converter::run() {
     }
   }
   if (main == nullptr) main = &m_.funcs.front();
-  // Collectives do not convert (an error), so a module that converts is a
-  // single-device program whatever device counts it declares.
-  out_.text = fmt::format("HloModule {}\n\n", sanitize(m_.name));
-  if (m_.num_partitions > 1 || m_.num_replicas > 1) {
+  // The header comes last: the device counts depend on whether collectives converted.
+  out_.origin.push_back(main->at);
+  out_.origin.push_back(main->at);
+  if (!function(*main, true)) return errs_;
+  std::string header = fmt::format("HloModule {}", sanitize(m_.name));
+  for (const auto& [name, value] : m_.hlo_attributes) header += fmt::format(", {}={}", name, value);
+  if (has_collectives_) {
+    // A partitioned program: it runs on the devices it declares.
+    if (m_.num_partitions > 1) header += fmt::format(", num_partitions={}", m_.num_partitions);
+    if (m_.num_replicas > 1) header += fmt::format(", replica_count={}", m_.num_replicas);
+  } else if (m_.num_partitions > 1 || m_.num_replicas > 1) {
     out_.notes.push_back(fmt::format("the module declares mhlo.num_partitions = {} and mhlo.num_replicas = {} but has no "
                                      "collectives: a single-device program, simulated on one chip",
                                      m_.num_partitions, m_.num_replicas));
   }
-  out_.origin.push_back(main->at);
-  out_.origin.push_back(main->at);
-  if (!function(*main, true)) return errs_;
+  out_.text.insert(0, header + "\n\n");
+  out_.has_collectives = has_collectives_;
   return std::move(out_);
 }
 
@@ -645,6 +746,23 @@ Result<HloText> Converter::run() {
 
 Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file) {
   return Converter(module, source, file).run();
+}
+
+Result<HloText> convert_to_hlo(const std::vector<MlirModule>& modules, std::string_view source, const std::string& file) {
+  HloText all;
+  for (const MlirModule& m : modules) {
+    auto one = convert_to_hlo(m, source, file);
+    if (!one.ok()) return one.errors();
+    if (!all.text.empty()) {  // XLA's separator of modules in one file
+      all.text += "// -----\n";
+      all.origin.push_back(m.funcs.front().at);
+    }
+    all.text += one->text;
+    all.origin.insert(all.origin.end(), one->origin.begin(), one->origin.end());
+    all.notes.insert(all.notes.end(), one->notes.begin(), one->notes.end());
+    all.has_collectives = all.has_collectives || one->has_collectives;
+  }
+  return all;
 }
 
 }  // namespace tpusim::stablehlo
