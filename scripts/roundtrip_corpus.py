@@ -4,16 +4,19 @@ per file `tpusim convert FILE.hlo -o FILE.mlir`, then `tpusim analyze` of both
 (the totals of every module: FLOPs, transcendentals, bytes, collective bytes,
 bound times) and `tpusim run` of both (simulated step time, v5e, --loops
 extrapolate). A file round-trips identically when every figure is equal
-(relative difference at most 1e-12). Writes OUT.json (summary and rows).
+(relative difference at most 1e-12); a module on 2 to 16 devices also runs
+on a v5p system of that many chips (--system auto), which must agree too.
+Writes OUT.json (summary and rows).
 
 Exit 1 when a file of the corpus does not round-trip identically.
 
 Usage: scripts/roundtrip_corpus.py TPUSIM [--corpus DIR] [--out out/roundtrip] [--sample N]
-                                   [--only SUBSTRING] [--work DIR]
+                                   [--only SUBSTRING] [--work DIR] [--system-max-devices 16]
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -48,7 +51,7 @@ def first_error(err):
     return err.strip().splitlines()[-1][:300] if err.strip() else ""
 
 
-def one(tp, path, work):
+def one(tp, path, work, max_devices):
     mlir = os.path.join(work, os.path.basename(path)[:-4] + ".mlir")
     row = {"file": os.path.basename(path)}
     code, _, err = tpusim([tp, "convert", path, "-o", mlir, "-q"])
@@ -63,12 +66,25 @@ def one(tp, path, work):
                     "error": first_error(err)}
         outs.append(totals(out))
     row["analyze_equal"] = equal(outs[0], outs[1])
+    devices = 1
     steps = []
     for f in (path, mlir):
-        code, out, err = tpusim([tp, "run", f, "--chip", "v5e", "--loops", "extrapolate", "--format", "json", "-q"])
+        code, out, err = tpusim([tp, "run", f, "--chip", "v5e", "--loops", "extrapolate", "--format", "json"])
         steps.append(json.loads(out)["step_time_s"] if code == 0 else first_error(err))
+        m = re.search(r"the module runs on (\d+) devices", err)
+        if f == path and m:
+            devices = int(m.group(1))
     row["step_time_s"] = steps
     row["step_equal"] = equal(steps[0], steps[1]) if all(isinstance(s, float) for s in steps) else steps[0] == steps[1]
+    if 1 < devices <= max_devices:
+        # Also on a system of the module's devices (as scripts/run_corpus.py runs them).
+        sys_steps = []
+        for f in (path, mlir):
+            code, out, err = tpusim([tp, "run", f, "--chip", "v5p", "--system", "auto", "--loops", "extrapolate",
+                                     "--format", "json", "-q"])
+            sys_steps.append([json.loads(out)["step_time_s"], json.loads(out)["chips"]] if code == 0 else first_error(err))
+        row["system"] = sys_steps
+        row["step_equal"] = row["step_equal"] and equal(sys_steps[0], sys_steps[1])
     row["status"] = "identical" if row["analyze_equal"] and row["step_equal"] else "different"
     return row
 
@@ -82,6 +98,8 @@ def main():
     ap.add_argument("--work", default="out/roundtrip_mlir")
     ap.add_argument("--sample", type=int, default=0, help="every k-th file only, k = files / N (0: all)")
     ap.add_argument("--only", default="")
+    ap.add_argument("--system-max-devices", type=int, default=16,
+                    help="modules on 2..N devices also run on a v5p system of that many chips (--system auto)")
     a = ap.parse_args()
     if not os.path.isdir(a.corpus):
         print(f"note: no corpus at {a.corpus}; round trip skipped", file=sys.stderr)
@@ -94,7 +112,7 @@ def main():
     start = time.monotonic()
     rows = []
     for name in files:
-        row = one(a.tpusim, os.path.join(a.corpus, name), a.work)
+        row = one(a.tpusim, os.path.join(a.corpus, name), a.work, a.system_max_devices)
         rows.append(row)
         print(f"{row['status']:16} {name}", file=sys.stderr)
     # A file whose original HLO tpusim rejects is not a round-trip failure.

@@ -728,7 +728,12 @@ Result<HloText> Converter::run() {
   if (!function(*main, true)) return errs_;
   std::string header = fmt::format("HloModule {}", sanitize(m_.name));
   for (const auto& [name, value] : m_.hlo_attributes) header += fmt::format(", {}={}", name, value);
-  if (has_collectives_) {
+  const bool hlo_counts = std::any_of(m_.hlo_attributes.begin(), m_.hlo_attributes.end(), [](const auto& a) {
+    return a.first == "num_partitions" || a.first == "replica_count";
+  });
+  if (hlo_counts) {
+    // Printed from HLO (printer.h): the HLO module's own device counts hold.
+  } else if (has_collectives_) {
     // A partitioned program: it runs on the devices it declares.
     if (m_.num_partitions > 1) header += fmt::format(", num_partitions={}", m_.num_partitions);
     if (m_.num_replicas > 1) header += fmt::format(", replica_count={}", m_.num_replicas);
@@ -738,7 +743,7 @@ Result<HloText> Converter::run() {
                                      m_.num_partitions, m_.num_replicas));
   }
   out_.text.insert(0, header + "\n\n");
-  out_.has_collectives = has_collectives_;
+  out_.partitioned = has_collectives_ || hlo_counts;
   return std::move(out_);
 }
 
@@ -760,7 +765,7 @@ Result<HloText> convert_to_hlo(const std::vector<MlirModule>& modules, std::stri
     all.text += one->text;
     all.origin.insert(all.origin.end(), one->origin.begin(), one->origin.end());
     all.notes.insert(all.notes.end(), one->notes.begin(), one->notes.end());
-    all.has_collectives = all.has_collectives || one->has_collectives;
+    all.partitioned = all.partitioned || one->partitioned;
   }
   return all;
 }

@@ -16,7 +16,9 @@ struct HloText {
   std::string text;
   std::vector<Token> origin;  // per HLO line (0-based): the MLIR token it came from
   std::vector<std::string> notes;  // what the conversion decided (e.g. shardings without collectives)
-  bool has_collectives = false;    // a partitioned program: it keeps its device counts
+  // A partitioned program (collectives, or device counts printed from HLO):
+  // it keeps its device counts.
+  bool partitioned = false;
 };
 
 Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file);

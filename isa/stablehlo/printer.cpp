@@ -352,10 +352,12 @@ std::string Printer::run() {
     }
   }
   std::vector<std::string> attrs;
+  // Device counts as XLA's importer writes them, and (like every HLO module
+  // attribute) verbatim: the reader then keeps them even without collectives.
   for (const hlo::Attribute& a : m_.attributes()) {
     if (a.name == "num_partitions") attrs.push_back(fmt::format("mhlo.num_partitions = {} : i32", a.value));
-    else if (a.name == "replica_count") attrs.push_back(fmt::format("mhlo.num_replicas = {} : i32", a.value));
-    else attrs.push_back(fmt::format("{}{} = {}", kHloAttrPrefix, a.name, escape_string(a.value)));
+    if (a.name == "replica_count") attrs.push_back(fmt::format("mhlo.num_replicas = {} : i32", a.value));
+    attrs.push_back(fmt::format("{}{} = {}", kHloAttrPrefix, a.name, escape_string(a.value)));
   }
   const std::string name(m_.name());
   line(0, fmt::format("module @{}{} {{", bare_id(name) && name.find('-') == std::string::npos ? name : escape_string(name),
