@@ -11,6 +11,7 @@
 #include "isa/hlo/opcode.h"
 #include "isa/stablehlo/attributes.h"
 #include "isa/stablehlo/names.h"
+#include "isa/stablehlo/spec_attributes.h"
 
 namespace tpusim::stablehlo {
 namespace {
@@ -634,6 +635,69 @@ class Converter {
     if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
     return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
   }
+  // Values `r` (with its nested regions) uses but does not define, in first-use order.
+  static void captures(const Region& r, std::set<std::string_view>& defined, std::vector<Token>& out) {
+    for (const auto& a : r.args) defined.insert(a.name);
+    for (const Op& op : r.ops) {
+      for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+        Token t = op.tokens[i];
+        if (t.kind != TokKind::kValue || t.text.starts_with("^")) continue;
+        if (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "=")) {
+          defined.insert(t.text);
+          continue;
+        }
+        t.text = t.text.substr(0, t.text.find('#'));
+        const bool seen = std::any_of(out.begin(), out.end(), [&](const Token& o) { return o.text == t.text; });
+        if (!defined.contains(t.text) && !seen) out.push_back(t);
+      }
+      for (const Region& nested : op.regions) captures(nested, defined, out);
+      for (const auto& res : op.results) defined.insert(res);
+    }
+  }
+  // if/case whose branches use values of the enclosing function (JAX's
+  // form): as XLA's conversion does, each branch's captured values become
+  // its operand (a tuple) and the branch computation's parameter.
+  bool conditional(const Op& op, Scope& s) {
+    if (!op.regions.empty() && !op.regions[0].args.empty()) return generic(op, s, "conditional");
+    std::vector<Value> sel;
+    if (!operand_values(op, s, sel)) return false;
+    if (sel.size() != 1) return fail(op.at, fmt::format("'{}' takes one operand (the predicate or the branch index)", op.name));
+    Shape shape;
+    if (!result_shape(op, shape)) return false;
+    std::vector<std::string> operands{sel[0].name}, comps;
+    for (const Region& r : op.regions) {
+      std::set<std::string_view> defined;
+      std::vector<Token> caps;
+      captures(r, defined, caps);
+      std::vector<BlockArg> iter;
+      std::vector<std::string> names;
+      Shape tuple;
+      std::vector<std::string> shapes;
+      for (const Token& c : caps) {
+        std::string n;
+        if (!use(c, s, n)) return false;
+        const Value& v = s.values.find(c.text)->second;
+        iter.push_back({c.text, c, {}});
+        names.push_back("%" + n);
+        shapes.push_back(v.shape.hlo);
+        tuple.elements.push_back(v.shape);
+      }
+      tuple.hlo = fmt::format("({})", fmt::join(shapes, ", "));
+      const std::string t = fmt::format("{}.branch_args{}", s.prefix, s.lines.size());
+      add_line(s, fmt::format("%{} = {} tuple({})", t, tuple.hlo, fmt::join(names, ", ")), op.at);
+      operands.push_back(t);
+      std::string comp;
+      if (!tuple_region(r, iter, tuple, s, comp)) return false;
+      comps.push_back("%" + comp);
+    }
+    std::string attrs;
+    if (sel[0].shape.hlo.starts_with("pred[]") && comps.size() == 2) {
+      attrs = fmt::format(", true_computation={}, false_computation={}", comps[0], comps[1]);
+    } else {
+      attrs = fmt::format(", branch_computations={{{}}}", fmt::join(comps, ", "));
+    }
+    return emit(op, s, shape, "conditional", operands, attrs);
+  }
   // An op printed from HLO (printer.h): its HLO attributes are `hlo.*`
   // entries, it is an mhlo op, or it needs no attribute at all.
   bool generic_form(const Op& op, const std::string& opcode) {
@@ -643,7 +707,7 @@ class Converter {
                                                                      "dynamic-update-slice", "cholesky"};
     const bool branches_with_operands = opcode == "conditional" && !op.regions.empty() && !op.regions[0].args.empty();
     return op.name.starts_with("mhlo.") || hlo_extras(op.tokens).any_hlo || kNoAttributes.contains(opcode) ||
-           branches_with_operands;
+           branches_with_operands || (op.name.starts_with("stablehlo.") && has_spec_attributes(opcode));
   }
   // Operands, result, `hlo.*` attributes and regions, one to one.
   bool generic(const Op& op, Scope& s, const std::string& opcode) {
@@ -653,7 +717,7 @@ class Converter {
         for (std::size_t k = e.value; k < op.tokens.size() && kind.empty(); ++k) {
           if (op.tokens[k].text.starts_with("k") && op.tokens[k].kind == TokKind::kIdent) kind = op.tokens[k].text;
         }
-      } else if (!is_extra_attribute(e.name)) {
+      } else if (!is_extra_attribute(e.name) && !is_spec_attribute(opcode, e.name)) {
         return fail(op.tokens[e.value], fmt::format("attribute '{}' of '{}' is not supported", e.name, op.name));
       }
     }
@@ -675,9 +739,36 @@ class Converter {
     if (names.is_list && !comps.empty()) attrs = fmt::format(", {}={{{}}}", names.names[0], fmt::join(comps, ", "));
     for (std::size_t i = 0; !names.is_list && i < comps.size(); ++i) attrs += fmt::format(", {}={}", names.names[i], comps[i]);
     if (!kind.empty()) attrs += ", kind=" + kind;
+    if (std::string error; !spec_attributes(opcode, op.tokens, attrs, error)) return fail(op.at, error);
     std::vector<std::string> arg_names;
     for (const auto& a : args) arg_names.push_back(a.name);
     return emit(op, s, shape, opcode, arg_names, attrs);
+  }
+  bool convolution(const Op& op, Scope& s) {
+    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "convolution");  // printed from HLO
+    // The kernel's type: the second operand type of `: (lhs, rhs) -> result`.
+    std::size_t colon = 0;
+    int depth = 0;
+    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+      if (opens(op.tokens[i])) ++depth;
+      if (closes(op.tokens[i])) --depth;
+      if (depth == 0 && is(op.tokens[i], ":")) colon = i;
+    }
+    std::vector<Token> types;
+    for (std::size_t i = colon; i < op.tokens.size() && !is(op.tokens[i], "->"); ++i) {
+      if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
+    }
+    if (types.size() < 2) return fail(op.at, "convolution needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
+    std::vector<std::int64_t> kernel;
+    std::string_view k = types[1].text;
+    k = k.substr(7);
+    while (!k.empty() && std::isdigit(static_cast<unsigned char>(k[0]))) {
+      kernel.push_back(to_int(k));
+      k = k.substr(std::min(k.find('x'), k.size() - 1) + 1);
+    }
+    std::string attrs, error;
+    if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
+    return simple(op, s, "convolution", attrs);
   }
   bool reverse(const Op& op, Scope& s) {
     std::vector<std::int64_t> dims;
@@ -701,6 +792,9 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.custom_call", &Converter::custom_call},
       {"stablehlo.reduce", &Converter::reduce},
       {"stablehlo.while", &Converter::while_loop},
+      {"stablehlo.if", &Converter::conditional},
+      {"stablehlo.convolution", &Converter::convolution},
+      {"stablehlo.case", &Converter::conditional},
       {"stablehlo.return", &Converter::ret},
       {"func.return", &Converter::ret},
       {"return", &Converter::ret},
