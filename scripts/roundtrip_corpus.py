@@ -112,7 +112,9 @@ def main():
     start = time.monotonic()
     rows = []
     for name in files:
+        t0 = time.monotonic()
         row = one(a.tpusim, os.path.join(a.corpus, name), a.work, a.system_max_devices)
+        row["wall_s"] = time.monotonic() - t0
         rows.append(row)
         print(f"{row['status']:16} {name}", file=sys.stderr)
     # A file whose original HLO tpusim rejects is not a round-trip failure.

@@ -632,6 +632,7 @@ class Converter {
       if (hlo_name == "reverse") return reverse(op, s);
       return elementwise(op, s);
     }
+    if (op.name.starts_with("chlo.broadcast_")) return chlo_broadcast(op, s);
     if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
     return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
   }
@@ -770,6 +771,74 @@ class Converter {
     if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
     return simple(op, s, "convolution", attrs);
   }
+  // chlo ops XLA has an HLO op for: erf, tan, top_k (XLA's TopK: values and indices).
+  bool chlo_unary(const Op& op, Scope& s) {
+    if (op.name == "chlo.top_k") {
+      std::vector<std::int64_t> k;
+      if (!ints(op, "k", k) || k.size() != 1) return fail(op.at, "chlo.top_k needs 'k = N'");
+      return simple(op, s, "topk", fmt::format(", k={}, largest=true", k[0]));
+    }
+    return simple(op, s, op.name.substr(5));
+  }
+  static std::vector<std::int64_t> dims_of(const std::string& hlo) {
+    std::vector<std::int64_t> out;
+    const auto open = hlo.find('['), close = hlo.find(']');
+    if (open == std::string::npos || close == std::string::npos || close == open + 1) return out;
+    for (std::string_view d(hlo.data() + open + 1, close - open - 1); !d.empty();) {
+      out.push_back(to_int(d));
+      const auto comma = d.find(',');
+      d = comma == std::string_view::npos ? std::string_view() : d.substr(comma + 1);
+    }
+    return out;
+  }
+  // chlo.broadcast_<op>: each operand broadcast to the result's dimensions
+  // (numpy's trailing alignment, or broadcast_dimensions), size-1
+  // dimensions reshaped away first, then the elementwise op, as XLA's
+  // chlo legalization does.
+  bool chlo_broadcast(const Op& op, Scope& s) {
+    std::vector<Value> args;
+    Shape shape;
+    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+    const auto out_dims = dims_of(shape.hlo);
+    std::vector<std::int64_t> mapping;
+    const bool given = ints(op, "broadcast_dimensions", mapping);
+    std::vector<std::string> names;
+    for (const Value& a : args) {
+      const auto in = dims_of(a.shape.hlo);
+      const std::string etype = a.shape.hlo.substr(0, a.shape.hlo.find('['));
+      if (in == out_dims) {
+        names.push_back(a.name);
+        continue;
+      }
+      if (in.size() > out_dims.size()) return fail(op.at, fmt::format("'{}': an operand has a higher rank than the result", op.name));
+      std::vector<std::int64_t> kept_dims, kept_map;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::int64_t to = given && i < mapping.size() ? mapping[i] : static_cast<std::int64_t>(out_dims.size() - in.size() + i);
+        if (to < 0 || to >= static_cast<std::int64_t>(out_dims.size())) return fail(op.at, fmt::format("'{}': bad broadcast dimension", op.name));
+        if (in[i] == out_dims[static_cast<std::size_t>(to)]) kept_dims.push_back(in[i]), kept_map.push_back(to);
+        else if (in[i] != 1) return fail(op.at, fmt::format("'{}': operand dimension {} of size {} does not broadcast", op.name, i, in[i]));
+      }
+      std::string name = a.name;
+      if (kept_dims.size() != in.size()) {
+        name = fmt::format("{}.reshape{}", s.prefix, s.lines.size());
+        add_line(s, fmt::format("%{} = {}[{}] reshape(%{})", name, etype, join(kept_dims), a.name), op.at);
+      }
+      const std::string b = fmt::format("{}.broadcast{}", s.prefix, s.lines.size());
+      add_line(s, fmt::format("%{} = {}[{}] broadcast(%{}), dimensions={{{}}}", b, etype, join(out_dims), name, join(kept_map)), op.at);
+      names.push_back(b);
+    }
+    std::string opcode(op.name.substr(std::string_view("chlo.broadcast_").size()));
+    std::replace(opcode.begin(), opcode.end(), '_', '-');
+    std::string attrs;
+    if (opcode == "compare") {
+      const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
+      if (dir.empty()) return fail(op.at, "chlo.broadcast_compare needs a comparison_direction");
+      attrs = ", direction=" + dir;
+    } else if (!hlo::opcode_from_name(opcode) || !hlo::opcode_is_elementwise(*hlo::opcode_from_name(opcode))) {
+      return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+    }
+    return emit(op, s, shape, opcode, names, attrs);
+  }
   bool reverse(const Op& op, Scope& s) {
     std::vector<std::int64_t> dims;
     if (!ints(op, "dims", dims) && !ints(op, "dimensions", dims)) return fail(op.at, "reverse needs 'dims = [...]'");
@@ -794,6 +863,10 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.while", &Converter::while_loop},
       {"stablehlo.if", &Converter::conditional},
       {"stablehlo.convolution", &Converter::convolution},
+      {"stablehlo.composite", &Converter::call},  // a call of its decomposition, as XLA inlines it
+      {"chlo.erf", &Converter::chlo_unary},
+      {"chlo.tan", &Converter::chlo_unary},
+      {"chlo.top_k", &Converter::chlo_unary},
       {"stablehlo.case", &Converter::conditional},
       {"stablehlo.return", &Converter::ret},
       {"func.return", &Converter::ret},

@@ -267,5 +267,56 @@ ENTRY %main (i: s32[], a: f32[4], b: f32[4]) -> f32[4] {
   EXPECT_EQ(c->operand_count(), 3u);  // the index and one tuple of captured values per branch
 }
 
+// chlo ops with an HLO op (erf, tan, top_k) and chlo.broadcast_* (each
+// operand broadcast to the result, size-1 dimensions reshaped away first).
+TEST(StableHloOps, ChloOps) {
+  const std::string mlir = R"(module @m {
+  func.func @main(%arg0: tensor<8x16xf32>, %arg1: tensor<16xf32>, %arg2: tensor<8x1xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x3xf32>, tensor<8x3xi32>, tensor<8x16xf32>, tensor<8x16xi1>) {
+    %0 = chlo.erf %arg0 : tensor<8x16xf32> -> tensor<8x16xf32>
+    %1 = chlo.tan %arg0 : tensor<8x16xf32> -> tensor<8x16xf32>
+    %2:2 = chlo.top_k(%arg0, k = 3) : tensor<8x16xf32> -> (tensor<8x3xf32>, tensor<8x3xi32>)
+    %3 = chlo.broadcast_add %arg1, %arg2 : (tensor<16xf32>, tensor<8x1xf32>) -> tensor<8x16xf32>
+    %4 = chlo.broadcast_compare %arg0, %arg1 {comparison_direction = #chlo<comparison_direction GT>} : (tensor<8x16xf32>, tensor<16xf32>) -> tensor<8x16xi1>
+    return %0, %1, %2#0, %2#1, %3, %4 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x3xf32>, tensor<8x3xi32>, tensor<8x16xf32>, tensor<8x16xi1>
+  }
+})";
+  const std::string hlo = R"(HloModule m
+ENTRY %main (x: f32[8,16], v: f32[16], c: f32[8,1]) -> (f32[8,16], f32[8,16], f32[8,3], s32[8,3], f32[8,16], pred[8,16]) {
+  %x = f32[8,16] parameter(0)
+  %v = f32[16] parameter(1)
+  %c = f32[8,1] parameter(2)
+  %e = f32[8,16] erf(%x)
+  %t = f32[8,16] tan(%x)
+  %k = (f32[8,3], s32[8,3]) topk(%x), k=3, largest=true
+  %k0 = f32[8,3] get-tuple-element(%k), index=0
+  %k1 = s32[8,3] get-tuple-element(%k), index=1
+  %b1 = f32[8,16] broadcast(%v), dimensions={1}
+  %r = f32[8] reshape(%c)
+  %b2 = f32[8,16] broadcast(%r), dimensions={0}
+  %a = f32[8,16] add(%b1, %b2)
+  %b3 = f32[8,16] broadcast(%v), dimensions={1}
+  %g = pred[8,16] compare(%x, %b3), direction=GT
+  ROOT %out = (f32[8,16], f32[8,16], f32[8,3], s32[8,3], f32[8,16], pred[8,16]) tuple(%e, %t, %k0, %k1, %a, %g)
+}
+)";
+  expect_same_as_hlo(mlir, hlo);
+}
+
+// composite: a call of its decomposition.
+TEST(StableHloOps, CompositeCallsItsDecomposition) {
+  const std::string mlir = R"(module @m {
+  func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.composite "my.square" %arg0 {composite_attributes = {scale = 1 : i64}, decomposition = @my.square.impl, version = 1 : i32} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @my.square.impl(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+})";
+  const auto r = roofline(parse_stablehlo(mlir, "composite.mlir"));
+  EXPECT_DOUBLE_EQ(r.total.flops, 4);  // the decomposition's multiply on 4 elements
+}
+
 }  // namespace
 }  // namespace tpusim::stablehlo
