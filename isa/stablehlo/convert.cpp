@@ -171,6 +171,10 @@ class Converter {
   }
   bool result_shape(const Op& op, Shape& out) {
     const auto types = result_types(op);
+    if (types.empty() && op.results.empty() && !op.tokens.empty() && is(op.tokens.back(), ")") &&
+        op.tokens.size() >= 3 && is(op.tokens[op.tokens.size() - 2], "(") && is(op.tokens[op.tokens.size() - 3], "->")) {
+      return out.hlo = "()", true;  // `-> ()`: no result (a custom call run for its side effect)
+    }
     if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
     if (types.size() == 1) return shape_of(types[0], out);
     return tuple_shape(types, out);
@@ -300,6 +304,16 @@ class Converter {
     }
     add_line(s, fmt::format("%{} = {} {}({}){}{}{}", name, shape.hlo, opcode, ops, attrs, extras.attrs, metadata(op)), op.at);
     if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
+    // `%values, %indices = ...`: one name per element of the result tuple.
+    for (std::size_t i = 1; op.results.size() > 1 && i < op.results.size() && i <= shape.elements.size(); ++i) {
+      if (i == 1) {
+        s.values[std::string(op.results[0])] = {name + ".0", shape.elements[0], s.lines.size()};
+        add_line(s, fmt::format("%{}.0 = {} get-tuple-element(%{}), index=0", name, shape.elements[0].hlo, name), op.at);
+      }
+      const std::string n = fmt::format("{}.{}", name, i);
+      add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, name, i), op.at);
+      s.values[std::string(op.results[i])] = {n, shape.elements[i], s.lines.size() - 1};
+    }
     return true;
   }
   bool simple(const Op& op, Scope& s, std::string_view opcode, const std::string& attrs = "") {
@@ -503,6 +517,13 @@ class Converter {
     Shape shape;
     std::vector<std::string> args;
     if (!result_shape(op, shape) || !operands(op, s, args)) return false;
+    // Pretty `(%x init: %x0), (%y init: %y0)`: HLO takes the inputs, then the inits.
+    if (std::any_of(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return is(t, "init"); }) && args.size() % 2 == 0) {
+      std::vector<std::string> ordered;
+      for (std::size_t i = 0; i < args.size(); i += 2) ordered.push_back(args[i]);
+      for (std::size_t i = 1; i < args.size(); i += 2) ordered.push_back(args[i]);
+      args = std::move(ordered);
+    }
     return emit(op, s, shape, "reduce", args, fmt::format(", dimensions={{{}}}, to_apply=%{}", join(dims), body));
   }
   // `applies stablehlo.add`: a two-parameter scalar computation of that op.
@@ -839,6 +860,14 @@ class Converter {
     }
     return emit(op, s, shape, opcode, names, attrs);
   }
+  bool rng_bit_generator(const Op& op, Scope& s) {
+    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "rng-bit-generator");  // printed from HLO
+    const std::string algo = word_in(op, {"DEFAULT", "THREE_FRY", "PHILOX"});
+    if (algo.empty()) return fail(op.at, "rng_bit_generator needs an algorithm (DEFAULT, THREE_FRY, PHILOX)");
+    std::string lower = algo;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return simple(op, s, "rng-bit-generator", ", algorithm=rng_" + lower);
+  }
   bool reverse(const Op& op, Scope& s) {
     std::vector<std::int64_t> dims;
     if (!ints(op, "dims", dims) && !ints(op, "dimensions", dims)) return fail(op.at, "reverse needs 'dims = [...]'");
@@ -863,6 +892,7 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.while", &Converter::while_loop},
       {"stablehlo.if", &Converter::conditional},
       {"stablehlo.convolution", &Converter::convolution},
+      {"stablehlo.rng_bit_generator", &Converter::rng_bit_generator},
       {"stablehlo.composite", &Converter::call},  // a call of its decomposition, as XLA inlines it
       {"chlo.erf", &Converter::chlo_unary},
       {"chlo.tan", &Converter::chlo_unary},

@@ -302,7 +302,18 @@ class Parser {
         continue;
       }
       if (depth <= 1 && is(t, "(") && t_[i_ - 1].kind == TokKind::kIdent && t_[i_ - 1].text == "reducer") {
-        if (!arg_list(pending_args)) return false;
+        // `reducer(%a0: T0, %b0: T0) (%a1: T1, %b1: T1)`: one pair per operand;
+        // the block's arguments are a0, a1, ..., b0, b1, ...
+        std::vector<std::vector<BlockArg>> pairs;
+        while (is(peek(), "(") && peek(1).kind == TokKind::kValue) {
+          pairs.emplace_back();
+          if (!arg_list(pairs.back())) return false;
+        }
+        for (std::size_t side = 0; side < 2; ++side) {
+          for (const auto& p : pairs) {
+            if (side < p.size()) pending_args.push_back(p[side]);
+          }
+        }
         line = t_[i_ - 1].line;
         continue;
       }
