@@ -38,6 +38,10 @@ struct Scope {
   std::vector<Line> lines;
   std::vector<Value> params;
   std::string root;  // set by the return op
+  std::vector<Token> extra_returns;  // values the return op also returns (a while body's captures)
+  // Captured constants re-created in this computation: the MLIR name and
+  // the constant's HLO text after its name (`s32[] constant(10)`).
+  std::vector<std::pair<Token, std::string>> constants;
 };
 
 bool is(const Token& t, std::string_view s) { return t.text == s && t.kind != TokKind::kString; }
@@ -491,6 +495,11 @@ class Converter {
   bool ret(const Op& op, Scope& s) {
     std::vector<std::string> args;
     if (!operands(op, s, args)) return false;
+    for (const Token& t : s.extra_returns) {
+      std::string n;
+      if (!use(t, s, n)) return false;
+      args.push_back(n);
+    }
     if (args.size() == 1) return s.root = args[0], true;
     std::vector<std::string> shapes;
     std::string ops;
@@ -564,8 +573,45 @@ class Converter {
     for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
       if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()], {}});
     }
+    // Values of the function the regions use (implicit captures) ride along
+    // as extra loop values, returned unchanged by the body, as XLA's
+    // conversion passes them.
+    std::vector<Token> caps;
+    for (const Region& r : op.regions) {
+      std::set<std::string_view> defined;
+      for (const auto& b : iter) defined.insert(b.name);
+      captures(r, defined, caps);
+    }
+    std::vector<std::string> hlos;
+    for (const auto& e : shape.elements) hlos.push_back(e.hlo);
+    std::vector<std::pair<Token, std::string>> constants;
+    std::vector<Token> carried;
+    for (const Token& c : caps) {
+      std::string n;
+      if (!use(c, s, n)) return false;
+      // A captured constant is re-created in the loop's computations, so a
+      // limit like `i < 10` stays visible to the trip-count analysis.
+      const Value& v = s.values.find(c.text)->second;
+      const std::string& def = s.lines[v.line].text;
+      if (const auto eq = def.find(" = "); eq != std::string::npos && def.find(" constant(") != std::string::npos) {
+        constants.emplace_back(c, def.substr(eq + 3));
+        continue;
+      }
+      carried.push_back(c);
+      args.push_back(n);
+      shape.elements.push_back(s.values.find(c.text)->second.shape);
+      hlos.push_back(shape.elements.back().hlo);
+    }
+    shape.hlo = fmt::format("({})", fmt::join(hlos, ", "));
     std::string cond, body;
-    if (!tuple_region(op.regions[0], iter, shape, s, cond) || !tuple_region(op.regions[1], iter, shape, s, body)) return false;
+    for (std::size_t i = 0; i < 2; ++i) {
+      std::vector<BlockArg> region_iter = iter.empty() ? op.regions[i].args : iter;
+      for (const Token& c : carried) region_iter.push_back({c.text, c, {}});
+      if (!tuple_region(op.regions[i], region_iter, shape, s, i == 0 ? cond : body,
+                        i == 1 ? carried : std::vector<Token>{}, constants)) {
+        return false;
+      }
+    }
     std::string ops;
     for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
     const std::string tuple = fmt::format("{}.while_init{}", s.prefix, s.lines.size());
@@ -573,9 +619,16 @@ class Converter {
     return emit(op, s, shape, "while", {tuple}, fmt::format(", condition=%{}, body=%{}", cond, body));
   }
   // A region whose block arguments are the elements of one tuple parameter.
-  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name) {
+  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name,
+                    std::vector<Token> extra_returns = {}, const std::vector<std::pair<Token, std::string>>& constants = {}) {
     if (iter.empty()) iter = r.args;
     Scope s;
+    s.extra_returns = std::move(extra_returns);
+    for (const auto& [tok, text] : constants) {
+      const std::string n = fmt::format("{}.{}", fmt::format("{}.region{}", outer.prefix, regions_), sanitize(tok.text.substr(1)));
+      add_line(s, fmt::format("%{} = {}", n, text), tok);
+      s.values[std::string(tok.text)] = {n, outer.values.find(tok.text)->second.shape, s.lines.size() - 1};
+    }
     s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
     const std::string p = s.prefix + ".arg";
     add_line(s, fmt::format("%{} = {} parameter(0)", p, shape.hlo), r.ops.empty() ? Token{} : r.ops[0].at);

@@ -267,6 +267,59 @@ ENTRY %main (i: s32[], a: f32[4], b: f32[4]) -> f32[4] {
   EXPECT_EQ(c->operand_count(), 3u);  // the index and one tuple of captured values per branch
 }
 
+// A while whose condition and body use values of the function: the
+// captured array rides along as an extra loop value (as XLA's conversion
+// passes captures); the captured constant limit is re-created in the
+// condition, so the trip count stays visible.
+TEST(StableHloOps, WhileWithImplicitCaptures) {
+  const std::string mlir = R"(module @m {
+  func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32> {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %n = stablehlo.constant dense<10> : tensor<i32>
+    %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %arg0) : tensor<i32>, tensor<4xf32>
+     cond {
+      %1 = stablehlo.compare  LT, %iterArg, %n,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %1 : tensor<i1>
+    } do {
+      %c_2 = stablehlo.constant dense<1> : tensor<i32>
+      %1 = stablehlo.add %iterArg, %c_2 : tensor<i32>
+      %2 = stablehlo.multiply %iterArg_0, %arg1 : tensor<4xf32>
+      stablehlo.return %1, %2 : tensor<i32>, tensor<4xf32>
+    }
+    return %0#1 : tensor<4xf32>
+  }
+})";
+  const std::string hlo = R"(HloModule m
+%cond (t: (s32[], f32[4], f32[4])) -> pred[] {
+  %t = (s32[], f32[4], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (t: (s32[], f32[4], f32[4])) -> (s32[], f32[4], f32[4]) {
+  %t = (s32[], f32[4], f32[4]) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %v = f32[4] get-tuple-element(%t), index=1
+  %w = f32[4] get-tuple-element(%t), index=2
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %v1 = f32[4] multiply(%v, %w)
+  ROOT %r = (s32[], f32[4], f32[4]) tuple(%i1, %v1, %w)
+}
+ENTRY %main (a: f32[4], b: f32[4]) -> f32[4] {
+  %a = f32[4] parameter(0)
+  %b = f32[4] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4], f32[4]) tuple(%zero, %a, %b)
+  %w = (s32[], f32[4], f32[4]) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[4] get-tuple-element(%w), index=1
+}
+)";
+  expect_same_as_hlo(mlir, hlo);
+  // 10 trips (0..10 step 1) of add (1) and multiply (4), 11 compares.
+  EXPECT_DOUBLE_EQ(roofline(parse_stablehlo(mlir, "while.mlir")).total.flops, 10 * (1 + 4) + 11);
+}
+
 // chlo ops with an HLO op (erf, tan, top_k) and chlo.broadcast_* (each
 // operand broadcast to the result, size-1 dimensions reshaped away first).
 TEST(StableHloOps, ChloOps) {
