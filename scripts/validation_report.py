@@ -162,8 +162,9 @@ lines += ["", "## HLO -> StableHLO -> HLO round trip", "",
           "Internal consistency (docs/stablehlo.md): every module of the HLO corpus printed as StableHLO by",
           "`tpusim convert`, read back, and compared with the original: `tpusim analyze` totals of every module",
           "(FLOPs, transcendentals, bytes, collective bytes, bound times) and the simulated step time (v5e,",
-          "`--loops extrapolate`; modules on 2 to 16 devices also on a v5p system of that many chips,",
-          "`--system auto`). A file counts when every figure is equal (relative 1e-12).", ""]
+          "`--loops extrapolate`; modules on 2 devices also on a v5p system of 2 chips, `--system auto`;",
+          "`scripts/roundtrip_corpus.py --system-max-devices 16` adds the 8-device ones). A file counts when",
+          "every figure is equal (relative 1e-12).", ""]
 rt_path = os.path.join(out_dir, "roundtrip.json")
 if os.path.exists(rt_path):
     rt = json.load(open(rt_path))["summary"]
