@@ -47,6 +47,7 @@ SHORT=$(( SECONDS_TO_RUN / 4 > 5 ? SECONDS_TO_RUN / 4 : 5 ))   # 15 s at the def
 mkdir -p "$WORK/tasm" "$WORK/yaml" "$WORK/sweep" "$WORK/mlir"
 cp "$ROOT"/tests/fuzz/stablehlo_seeds/*.mlir "$WORK/mlir/"
 for f in "$ROOT"/workloads/stablehlo/*.mlir; do cp "$f" "$WORK/mlir/workload-$(basename "$f")"; done
+for f in "$ROOT"/tests/isa/stablehlo/data/*.mlir; do cp "$f" "$WORK/mlir/testdata-$(basename "$f")"; done
 "$BUILD/tests/fuzz/stablehlo_parser_fuzz" -max_total_time="$SHORT" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$BUILD/crash-stablehlo-" "$WORK/mlir"
 cp "$ROOT"/workloads/asm/*.tasm "$WORK/tasm/"

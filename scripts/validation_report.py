@@ -196,6 +196,27 @@ for case, tol in (("identical", 1e-9), ("pipelined", 1e-3), ("nested", 1e-3), ("
     lines.append(f"| {case} | {', '.join(l['loop'] for l in loops)} | {sims} | {1e6*tf:.3f} | {1e6*te:.3f} | "
                  f"{100*diff:+.5f}% | {'exact' if tol < 1e-6 else f'{100*tol:g}%'} | {'pass' if ok else 'FAIL'} |")
 
+lines += ["", "## HLO -> StableHLO -> HLO round trip", "",
+          "Internal consistency (docs/stablehlo.md): every module of the HLO corpus printed as StableHLO by",
+          "`tpusim convert`, read back, and compared with the original: `tpusim analyze` totals of every module",
+          "(FLOPs, transcendentals, bytes, collective bytes, bound times) and the simulated step time (v5e,",
+          "`--loops extrapolate`; modules on 2 devices also on a v5p system of 2 chips, `--system auto`;",
+          "`scripts/roundtrip_corpus.py --system-max-devices 16` adds the 8-device ones). A file counts when",
+          "every figure is equal (relative 1e-12).", ""]
+rt_path = os.path.join(out_dir, "roundtrip.json")
+if os.path.exists(rt_path):
+    rt = json.load(open(rt_path))["summary"]
+    sampled = " (a sample: VALIDATE_QUICK=1)" if rt["sampled"] else ""
+    lines.append(f"**{rt['identical']} of {rt['valid']}** corpus files round-trip identically{sampled}; "
+                 f"{rt['wall_s']:.0f} s.")
+    if rt["identical"] != rt["valid"]:
+        failed += 1
+        bad = [r for r in json.load(open(rt_path))["rows"] if r["status"] not in ("identical", "analyze failed")]
+        lines += ["", "| file | status |", "| --- | --- |"] + [f"| {r['file']} | {r['status']} {r.get('error', '')} |"
+                                                             for r in bad]
+else:
+    lines.append("Skipped: the shared HLO corpus is not here.")
+
 gemm_path = os.path.join(out_dir, "validate_gemm_hw.json")
 if os.path.exists(gemm_path):
     gm = json.load(open(gemm_path))

@@ -164,6 +164,13 @@ void add_analysis_commands(CLI::App& app, CliState& s) {
     s.action = [&s] { return cmd_lower(s.opt, s.input, s.lower_output, s.lower_core, s.out, s.err); };
   });
 
+  auto* convert = app.add_subcommand("convert", "Print an HLO module as StableHLO (MLIR text)");
+  convert->add_option("input", s.input, "model.hlo (or model.mlir: converted to HLO and printed back)")->required();
+  add_common_options(*convert, s.opt);
+  add_strict_option(*convert, s.opt);
+  convert->add_option("-o,--output", s.lower_output, "Write the StableHLO here (default: stdout)")->type_name("FILE.mlir");
+  convert->callback([&s] { s.action = [&s] { return cmd_convert(s.opt, s.input, s.lower_output, s.out, s.err); }; });
+
   auto* check = app.add_subcommand("check", "Verify an assembly program (bounds, hazards, deadlocks)");
   check->add_option("input", s.input, "prog.tasm")->required();
   add_common_options(*check, s.opt);

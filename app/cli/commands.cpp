@@ -13,6 +13,7 @@
 #include "app/validate/validate_collective.h"
 #include "common/json_text.h"
 #include "isa/assembler.h"
+#include "isa/stablehlo/printer.h"
 #include "isa/stablehlo/stablehlo.h"
 #include "isa/hlo/analysis.h"
 #include "isa/hlo/devices.h"
@@ -343,6 +344,27 @@ int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::s
 }  // namespace tpusim::cli
 
 namespace tpusim::cli {
+
+int cmd_convert(const CommonOptions& opt, const std::string& input, const std::string& output, std::ostream& out,
+                std::ostream& err) {
+  auto parsed = stablehlo::parse_model_file(input, {.strict = opt.strict});
+  if (!parsed.ok()) {
+    err << format_all(parsed.errors());
+    return kUsageError;
+  }
+  std::string text;  // a file of several HLO modules gives several MLIR modules, in order
+  for (const auto& m : parsed.modules) text += (text.empty() ? "" : "// -----\n") + stablehlo::print_stablehlo(*m.value());
+  if (output.empty()) {
+    out << text;
+    return kOk;
+  }
+  std::ofstream f(output, std::ios::binary);
+  if (!f || !(f << text)) {
+    err << fmt::format("{}: error: cannot write the StableHLO text\n", output);
+    return kUsageError;
+  }
+  return kOk;
+}
 
 int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
               std::ostream& out, std::ostream& err) {

@@ -38,6 +38,9 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
 // core: which TensorCore's program of a megacore chip to write (0-based).
 int cmd_lower(const CommonOptions& opt, const std::string& input, const std::string& output, int core,
               std::ostream& out, std::ostream& err);
+// HLO -> StableHLO text (isa/stablehlo/printer.h), to `output` or `out`.
+int cmd_convert(const CommonOptions& opt, const std::string& input, const std::string& output, std::ostream& out,
+                std::ostream& err);
 int cmd_check(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
 int cmd_analyze(const CommonOptions& opt, const std::string& input, std::ostream& out, std::ostream& err);
 int cmd_validate(const CommonOptions& opt, const std::string& kind, const std::string& file,

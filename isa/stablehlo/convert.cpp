@@ -9,6 +9,9 @@
 
 #include "isa/hlo/element_type.h"
 #include "isa/hlo/opcode.h"
+#include "isa/stablehlo/attributes.h"
+#include "isa/stablehlo/names.h"
+#include "isa/stablehlo/spec_attributes.h"
 
 namespace tpusim::stablehlo {
 namespace {
@@ -35,6 +38,10 @@ struct Scope {
   std::vector<Line> lines;
   std::vector<Value> params;
   std::string root;  // set by the return op
+  std::vector<Token> extra_returns;  // values the return op also returns (a while body's captures)
+  // Captured constants re-created in this computation: the MLIR name and
+  // the constant's HLO text after its name (`s32[] constant(10)`).
+  std::vector<std::pair<Token, std::string>> constants;
 };
 
 bool is(const Token& t, std::string_view s) { return t.text == s && t.kind != TokKind::kString; }
@@ -44,6 +51,13 @@ bool closes(const Token& t) { return t.kind == TokKind::kPunct && (t.text == ")"
 std::string sanitize(std::string_view s) {
   std::string out;
   for (const char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
+  return out;
+}
+
+// A shape given as HLO text (an `xla_shape` attribute).
+Shape hlo_shape(const std::string& text) {
+  Shape out{text, {}};
+  for (const auto& e : tuple_elements(text)) out.elements.push_back(hlo_shape(e));
   return out;
 }
 
@@ -82,6 +96,7 @@ class Converter {
   HloText out_;
   std::set<std::string, std::less<>> done_, active_;
   int regions_ = 0;
+  bool has_collectives_ = false;
 
   bool fail(const Token& at, std::string msg) {
     errs_.push_back({file_, static_cast<int>(at.line), static_cast<int>(at.column), std::move(msg),
@@ -160,6 +175,10 @@ class Converter {
   }
   bool result_shape(const Op& op, Shape& out) {
     const auto types = result_types(op);
+    if (types.empty() && op.results.empty() && !op.tokens.empty() && is(op.tokens.back(), ")") &&
+        op.tokens.size() >= 3 && is(op.tokens[op.tokens.size() - 2], "(") && is(op.tokens[op.tokens.size() - 3], "->")) {
+      return out.hlo = "()", true;  // `-> ()`: no result (a custom call run for its side effect)
+    }
     if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
     if (types.size() == 1) return shape_of(types[0], out);
     return tuple_shape(types, out);
@@ -232,6 +251,15 @@ class Converter {
     }
     return true;
   }
+  bool operand_values(const Op& op, Scope& s, std::vector<Value>& out) {
+    std::vector<std::string> names;
+    if (!operands(op, s, names)) return false;
+    for (const auto& n : names) {
+      const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == n; });
+      out.push_back(it == s.values.end() ? Value{n, {}, 0} : it->second);
+    }
+    return true;
+  }
   bool use(const Token& t, Scope& s, std::string& name) {
     std::string_view v = t.text;
     std::int64_t index = -1;
@@ -269,12 +297,27 @@ class Converter {
     for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
     return emit_raw(op, s, shape, opcode, ops, attrs);
   }
-  bool emit_raw(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::string& ops,
+  bool emit_raw(const Op& op, Scope& s, const Shape& stated, std::string_view opcode, const std::string& ops,
                 const std::string& attrs) {
     const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
     const std::string name = fmt::format("{}.{}", s.prefix, base);
-    add_line(s, fmt::format("%{} = {} {}({}){}{}", name, shape.hlo, opcode, ops, attrs, metadata(op)), op.at);
+    const HloExtras extras = hlo_extras(op.tokens);
+    const Shape shape = extras.shape.empty() ? stated : hlo_shape(extras.shape);
+    if (const auto code = hlo::opcode_from_name(opcode); code && hlo::opcode_category(*code) == hlo::OpCategory::kCollective) {
+      has_collectives_ = true;
+    }
+    add_line(s, fmt::format("%{} = {} {}({}){}{}{}", name, shape.hlo, opcode, ops, attrs, extras.attrs, metadata(op)), op.at);
     if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
+    // `%values, %indices = ...`: one name per element of the result tuple.
+    for (std::size_t i = 1; op.results.size() > 1 && i < op.results.size() && i <= shape.elements.size(); ++i) {
+      if (i == 1) {
+        s.values[std::string(op.results[0])] = {name + ".0", shape.elements[0], s.lines.size()};
+        add_line(s, fmt::format("%{}.0 = {} get-tuple-element(%{}), index=0", name, shape.elements[0].hlo, name), op.at);
+      }
+      const std::string n = fmt::format("{}.{}", name, i);
+      add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, name, i), op.at);
+      s.values[std::string(op.results[i])] = {n, shape.elements[i], s.lines.size() - 1};
+    }
     return true;
   }
   bool simple(const Op& op, Scope& s, std::string_view opcode, const std::string& attrs = "") {
@@ -304,9 +347,25 @@ class Converter {
   bool scalar(const Token& dense, const Shape& shape, std::string& literal) {
     std::string_view v = dense.text.substr(6, dense.text.size() - 7);
     if (v.starts_with("\"0x")) return hex_scalar(dense, v.substr(3, v.size() - 4), shape, literal);
+    if (v.starts_with("0x") || v.starts_with("0X")) return float_bits(dense, v.substr(2), shape, literal);
     if (v.starts_with("(")) return literal = std::string(v), true;
     if (v == "true" || v == "false" || !v.empty()) return literal = std::string(v), true;
     return fail(dense, "empty dense<> literal");
+  }
+  // `dense<0x7F800000>`: a float's bit pattern, as MLIR prints non-finite values.
+  bool float_bits(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
+    std::uint64_t bits = 0;
+    std::from_chars(hex.data(), hex.data() + hex.size(), bits, 16);
+    const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
+    if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
+    if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
+    if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
+    if (e == "f16") {  // widen: sign, 5-bit exponent (all ones: inf/nan), 10-bit fraction
+      const bool special = ((bits >> 10) & 0x1F) == 0x1F;
+      const bool neg = (bits & 0x8000) != 0;
+      if (special) return literal = (bits & 0x3FF) != 0 ? "nan" : (neg ? "-inf" : "inf"), true;
+    }
+    return fail(dense, fmt::format("hexadecimal constant of type {} is not supported", e));
   }
   bool hex_scalar(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
     std::uint64_t bits = 0;
@@ -436,6 +495,11 @@ class Converter {
   bool ret(const Op& op, Scope& s) {
     std::vector<std::string> args;
     if (!operands(op, s, args)) return false;
+    for (const Token& t : s.extra_returns) {
+      std::string n;
+      if (!use(t, s, n)) return false;
+      args.push_back(n);
+    }
     if (args.size() == 1) return s.root = args[0], true;
     std::vector<std::string> shapes;
     std::string ops;
@@ -455,13 +519,20 @@ class Converter {
     if (!ints(op, "dimensions", dims)) return fail(op.at, "reduce needs 'dimensions = [...]'");
     std::string body;
     if (op.regions.size() == 1) {
-      if (!region(op.regions[0], op, s, body)) return false;
+      if (!region(op.regions[0], s, body)) return false;
     } else if (!applies(op, s, body)) {
       return false;
     }
     Shape shape;
     std::vector<std::string> args;
     if (!result_shape(op, shape) || !operands(op, s, args)) return false;
+    // Pretty `(%x init: %x0), (%y init: %y0)`: HLO takes the inputs, then the inits.
+    if (std::any_of(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return is(t, "init"); }) && args.size() % 2 == 0) {
+      std::vector<std::string> ordered;
+      for (std::size_t i = 0; i < args.size(); i += 2) ordered.push_back(args[i]);
+      for (std::size_t i = 1; i < args.size(); i += 2) ordered.push_back(args[i]);
+      args = std::move(ordered);
+    }
     return emit(op, s, shape, "reduce", args, fmt::format(", dimensions={{{}}}, to_apply=%{}", join(dims), body));
   }
   // `applies stablehlo.add`: a two-parameter scalar computation of that op.
@@ -488,6 +559,10 @@ class Converter {
   // while: one tuple operand, condition and body computations over it.
   bool while_loop(const Op& op, Scope& s) {
     if (op.regions.size() != 2) return fail(op.at, "while needs a cond and a body region");
+    // HLO's form (printer.h): one tuple operand, each region's one argument is that tuple.
+    if (const auto types = result_types(op, true); types.size() == 1 && types[0].text.starts_with("tuple<")) {
+      return generic(op, s, "while");
+    }
     std::vector<std::string> args;
     if (!operands(op, s, args)) return false;
     Shape shape;
@@ -496,10 +571,47 @@ class Converter {
     if (args.size() != types.size()) return fail(op.at, fmt::format("while has {} operands but {} types", args.size(), types.size()));
     std::vector<BlockArg> iter;
     for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
-      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()]});
+      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()], {}});
     }
+    // Values of the function the regions use (implicit captures) ride along
+    // as extra loop values, returned unchanged by the body, as XLA's
+    // conversion passes them.
+    std::vector<Token> caps;
+    for (const Region& r : op.regions) {
+      std::set<std::string_view> defined;
+      for (const auto& b : iter) defined.insert(b.name);
+      captures(r, defined, caps);
+    }
+    std::vector<std::string> hlos;
+    for (const auto& e : shape.elements) hlos.push_back(e.hlo);
+    std::vector<std::pair<Token, std::string>> constants;
+    std::vector<Token> carried;
+    for (const Token& c : caps) {
+      std::string n;
+      if (!use(c, s, n)) return false;
+      // A captured constant is re-created in the loop's computations, so a
+      // limit like `i < 10` stays visible to the trip-count analysis.
+      const Value& v = s.values.find(c.text)->second;
+      const std::string& def = s.lines[v.line].text;
+      if (const auto eq = def.find(" = "); eq != std::string::npos && def.find(" constant(") != std::string::npos) {
+        constants.emplace_back(c, def.substr(eq + 3));
+        continue;
+      }
+      carried.push_back(c);
+      args.push_back(n);
+      shape.elements.push_back(s.values.find(c.text)->second.shape);
+      hlos.push_back(shape.elements.back().hlo);
+    }
+    shape.hlo = fmt::format("({})", fmt::join(hlos, ", "));
     std::string cond, body;
-    if (!tuple_region(op.regions[0], iter, shape, s, cond) || !tuple_region(op.regions[1], iter, shape, s, body)) return false;
+    for (std::size_t i = 0; i < 2; ++i) {
+      std::vector<BlockArg> region_iter = iter.empty() ? op.regions[i].args : iter;
+      for (const Token& c : carried) region_iter.push_back({c.text, c, {}});
+      if (!tuple_region(op.regions[i], region_iter, shape, s, i == 0 ? cond : body,
+                        i == 1 ? carried : std::vector<Token>{}, constants)) {
+        return false;
+      }
+    }
     std::string ops;
     for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
     const std::string tuple = fmt::format("{}.while_init{}", s.prefix, s.lines.size());
@@ -507,9 +619,16 @@ class Converter {
     return emit(op, s, shape, "while", {tuple}, fmt::format(", condition=%{}, body=%{}", cond, body));
   }
   // A region whose block arguments are the elements of one tuple parameter.
-  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name) {
+  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name,
+                    std::vector<Token> extra_returns = {}, const std::vector<std::pair<Token, std::string>>& constants = {}) {
     if (iter.empty()) iter = r.args;
     Scope s;
+    s.extra_returns = std::move(extra_returns);
+    for (const auto& [tok, text] : constants) {
+      const std::string n = fmt::format("{}.{}", fmt::format("{}.region{}", outer.prefix, regions_), sanitize(tok.text.substr(1)));
+      add_line(s, fmt::format("%{} = {}", n, text), tok);
+      s.values[std::string(tok.text)] = {n, outer.values.find(tok.text)->second.shape, s.lines.size() - 1};
+    }
     s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
     const std::string p = s.prefix + ".arg";
     add_line(s, fmt::format("%{} = {} parameter(0)", p, shape.hlo), r.ops.empty() ? Token{} : r.ops[0].at);
@@ -522,19 +641,23 @@ class Converter {
     return body(r, s, false, name);
   }
   // A region with scalar (or tensor) block arguments as parameters (reduce bodies).
-  bool region(const Region& r, const Op& op, Scope& outer, std::string& name) {
+  // `from`: values the block arguments stand for (a fusion's operands, a
+  // while's tuple): an argument of their type takes their layout.
+  bool region(const Region& r, Scope& outer, std::string& name, const std::vector<Value>& from = {}) {
     Scope s;
     s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
-    if (!parameters(r.args, s)) return false;
-    (void)op;
+    if (!parameters(r.args, s, from)) return false;
     return body(r, s, false, name);
   }
-  bool parameters(const std::vector<BlockArg>& args, Scope& s) {
+  bool parameters(const std::vector<BlockArg>& args, Scope& s, const std::vector<Value>& from = {}) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       Shape shape;
       if (!shape_of(args[i].type, shape)) return false;
+      if (from.size() == args.size() && strip_layouts(from[i].shape.hlo) == shape.hlo) shape = from[i].shape;
+      const HloExtras extras = hlo_extras(args[i].attrs);
+      if (!extras.shape.empty()) shape = hlo_shape(extras.shape);
       const std::string n = fmt::format("{}.{}", s.prefix, sanitize(args[i].name.substr(1)));
-      add_line(s, fmt::format("%{} = {} parameter({})", n, shape.hlo, i), args[i].type);
+      add_line(s, fmt::format("%{} = {} parameter({}){}", n, shape.hlo, i, extras.attrs), args[i].type);
       s.values[std::string(args[i].name)] = {n, shape, s.lines.size() - 1};
       s.params.push_back(s.values[std::string(args[i].name)]);
     }
@@ -583,7 +706,220 @@ class Converter {
       if (hlo_name == "reverse") return reverse(op, s);
       return elementwise(op, s);
     }
+    if (op.name.starts_with("chlo.broadcast_")) return chlo_broadcast(op, s);
+    if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
     return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+  }
+  // Values `r` (with its nested regions) uses but does not define, in first-use order.
+  static void captures(const Region& r, std::set<std::string_view>& defined, std::vector<Token>& out) {
+    for (const auto& a : r.args) defined.insert(a.name);
+    for (const Op& op : r.ops) {
+      for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+        Token t = op.tokens[i];
+        if (t.kind != TokKind::kValue || t.text.starts_with("^")) continue;
+        if (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "=")) {
+          defined.insert(t.text);
+          continue;
+        }
+        t.text = t.text.substr(0, t.text.find('#'));
+        const bool seen = std::any_of(out.begin(), out.end(), [&](const Token& o) { return o.text == t.text; });
+        if (!defined.contains(t.text) && !seen) out.push_back(t);
+      }
+      for (const Region& nested : op.regions) captures(nested, defined, out);
+      for (const auto& res : op.results) defined.insert(res);
+    }
+  }
+  // if/case whose branches use values of the enclosing function (JAX's
+  // form): as XLA's conversion does, each branch's captured values become
+  // its operand (a tuple) and the branch computation's parameter.
+  bool conditional(const Op& op, Scope& s) {
+    if (!op.regions.empty() && !op.regions[0].args.empty()) return generic(op, s, "conditional");
+    std::vector<Value> sel;
+    if (!operand_values(op, s, sel)) return false;
+    if (sel.size() != 1) return fail(op.at, fmt::format("'{}' takes one operand (the predicate or the branch index)", op.name));
+    Shape shape;
+    if (!result_shape(op, shape)) return false;
+    std::vector<std::string> operands{sel[0].name}, comps;
+    for (const Region& r : op.regions) {
+      std::set<std::string_view> defined;
+      std::vector<Token> caps;
+      captures(r, defined, caps);
+      std::vector<BlockArg> iter;
+      std::vector<std::string> names;
+      Shape tuple;
+      std::vector<std::string> shapes;
+      for (const Token& c : caps) {
+        std::string n;
+        if (!use(c, s, n)) return false;
+        const Value& v = s.values.find(c.text)->second;
+        iter.push_back({c.text, c, {}});
+        names.push_back("%" + n);
+        shapes.push_back(v.shape.hlo);
+        tuple.elements.push_back(v.shape);
+      }
+      tuple.hlo = fmt::format("({})", fmt::join(shapes, ", "));
+      const std::string t = fmt::format("{}.branch_args{}", s.prefix, s.lines.size());
+      add_line(s, fmt::format("%{} = {} tuple({})", t, tuple.hlo, fmt::join(names, ", ")), op.at);
+      operands.push_back(t);
+      std::string comp;
+      if (!tuple_region(r, iter, tuple, s, comp)) return false;
+      comps.push_back("%" + comp);
+    }
+    std::string attrs;
+    if (sel[0].shape.hlo.starts_with("pred[]") && comps.size() == 2) {
+      attrs = fmt::format(", true_computation={}, false_computation={}", comps[0], comps[1]);
+    } else {
+      attrs = fmt::format(", branch_computations={{{}}}", fmt::join(comps, ", "));
+    }
+    return emit(op, s, shape, "conditional", operands, attrs);
+  }
+  // An op printed from HLO (printer.h): its HLO attributes are `hlo.*`
+  // entries, it is an mhlo op, or it needs no attribute at all.
+  bool generic_form(const Op& op, const std::string& opcode) {
+    if (opcode.empty() || (!hlo::opcode_from_name(opcode) && !op.name.starts_with("mhlo."))) return false;
+    static const std::set<std::string, std::less<>> kNoAttributes = {"after-all", "partition-id", "replica-id",
+                                                                     "opt-barrier", "real", "imag", "complex",
+                                                                     "dynamic-update-slice", "cholesky"};
+    const bool branches_with_operands = opcode == "conditional" && !op.regions.empty() && !op.regions[0].args.empty();
+    return op.name.starts_with("mhlo.") || hlo_extras(op.tokens).any_hlo || kNoAttributes.contains(opcode) ||
+           branches_with_operands || (op.name.starts_with("stablehlo.") && has_spec_attributes(opcode));
+  }
+  // Operands, result, `hlo.*` attributes and regions, one to one.
+  bool generic(const Op& op, Scope& s, const std::string& opcode) {
+    std::string kind;
+    for (const AttrEntry& e : attr_entries(op.tokens)) {
+      if (e.name == "fusion_kind") {
+        for (std::size_t k = e.value; k < op.tokens.size() && kind.empty(); ++k) {
+          if (op.tokens[k].text.starts_with("k") && op.tokens[k].kind == TokKind::kIdent) kind = op.tokens[k].text;
+        }
+      } else if (!is_extra_attribute(e.name) && !is_spec_attribute(opcode, e.name)) {
+        return fail(op.tokens[e.value], fmt::format("attribute '{}' of '{}' is not supported", e.name, op.name));
+      }
+    }
+    std::vector<Value> args;
+    Shape shape;
+    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+    const bool pred = !args.empty() && args[0].shape.hlo.starts_with("pred[]");
+    const RegionAttrs names = region_attributes(opcode, pred);
+    std::vector<std::string> comps;
+    for (std::size_t i = 0; i < op.regions.size(); ++i) {
+      std::vector<Value> from = args;
+      if (opcode == "conditional") from = i + 1 < args.size() ? std::vector<Value>{args[i + 1]} : std::vector<Value>{};
+      std::string name;
+      if (!region(op.regions[i], s, name, from)) return false;
+      comps.push_back("%" + name);
+    }
+    if (!names.is_list && comps.size() > names.names.size()) return fail(op.at, fmt::format("'{}' has too many regions", op.name));
+    std::string attrs;
+    if (names.is_list && !comps.empty()) attrs = fmt::format(", {}={{{}}}", names.names[0], fmt::join(comps, ", "));
+    for (std::size_t i = 0; !names.is_list && i < comps.size(); ++i) attrs += fmt::format(", {}={}", names.names[i], comps[i]);
+    if (!kind.empty()) attrs += ", kind=" + kind;
+    if (std::string error; !spec_attributes(opcode, op.tokens, attrs, error)) return fail(op.at, error);
+    std::vector<std::string> arg_names;
+    for (const auto& a : args) arg_names.push_back(a.name);
+    return emit(op, s, shape, opcode, arg_names, attrs);
+  }
+  bool convolution(const Op& op, Scope& s) {
+    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "convolution");  // printed from HLO
+    // The kernel's type: the second operand type of `: (lhs, rhs) -> result`.
+    std::size_t colon = 0;
+    int depth = 0;
+    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+      if (opens(op.tokens[i])) ++depth;
+      if (closes(op.tokens[i])) --depth;
+      if (depth == 0 && is(op.tokens[i], ":")) colon = i;
+    }
+    std::vector<Token> types;
+    for (std::size_t i = colon; i < op.tokens.size() && !is(op.tokens[i], "->"); ++i) {
+      if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
+    }
+    if (types.size() < 2) return fail(op.at, "convolution needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
+    std::vector<std::int64_t> kernel;
+    std::string_view k = types[1].text;
+    k = k.substr(7);
+    while (!k.empty() && std::isdigit(static_cast<unsigned char>(k[0]))) {
+      kernel.push_back(to_int(k));
+      k = k.substr(std::min(k.find('x'), k.size() - 1) + 1);
+    }
+    std::string attrs, error;
+    if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
+    return simple(op, s, "convolution", attrs);
+  }
+  // chlo ops XLA has an HLO op for: erf, tan, top_k (XLA's TopK: values and indices).
+  bool chlo_unary(const Op& op, Scope& s) {
+    if (op.name == "chlo.top_k") {
+      std::vector<std::int64_t> k;
+      if (!ints(op, "k", k) || k.size() != 1) return fail(op.at, "chlo.top_k needs 'k = N'");
+      return simple(op, s, "topk", fmt::format(", k={}, largest=true", k[0]));
+    }
+    return simple(op, s, op.name.substr(5));
+  }
+  static std::vector<std::int64_t> dims_of(const std::string& hlo) {
+    std::vector<std::int64_t> out;
+    const auto open = hlo.find('['), close = hlo.find(']');
+    if (open == std::string::npos || close == std::string::npos || close == open + 1) return out;
+    for (std::string_view d(hlo.data() + open + 1, close - open - 1); !d.empty();) {
+      out.push_back(to_int(d));
+      const auto comma = d.find(',');
+      d = comma == std::string_view::npos ? std::string_view() : d.substr(comma + 1);
+    }
+    return out;
+  }
+  // chlo.broadcast_<op>: each operand broadcast to the result's dimensions
+  // (numpy's trailing alignment, or broadcast_dimensions), size-1
+  // dimensions reshaped away first, then the elementwise op, as XLA's
+  // chlo legalization does.
+  bool chlo_broadcast(const Op& op, Scope& s) {
+    std::vector<Value> args;
+    Shape shape;
+    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+    const auto out_dims = dims_of(shape.hlo);
+    std::vector<std::int64_t> mapping;
+    const bool given = ints(op, "broadcast_dimensions", mapping);
+    std::vector<std::string> names;
+    for (const Value& a : args) {
+      const auto in = dims_of(a.shape.hlo);
+      const std::string etype = a.shape.hlo.substr(0, a.shape.hlo.find('['));
+      if (in == out_dims) {
+        names.push_back(a.name);
+        continue;
+      }
+      if (in.size() > out_dims.size()) return fail(op.at, fmt::format("'{}': an operand has a higher rank than the result", op.name));
+      std::vector<std::int64_t> kept_dims, kept_map;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::int64_t to = given && i < mapping.size() ? mapping[i] : static_cast<std::int64_t>(out_dims.size() - in.size() + i);
+        if (to < 0 || to >= static_cast<std::int64_t>(out_dims.size())) return fail(op.at, fmt::format("'{}': bad broadcast dimension", op.name));
+        if (in[i] == out_dims[static_cast<std::size_t>(to)]) kept_dims.push_back(in[i]), kept_map.push_back(to);
+        else if (in[i] != 1) return fail(op.at, fmt::format("'{}': operand dimension {} of size {} does not broadcast", op.name, i, in[i]));
+      }
+      std::string name = a.name;
+      if (kept_dims.size() != in.size()) {
+        name = fmt::format("{}.reshape{}", s.prefix, s.lines.size());
+        add_line(s, fmt::format("%{} = {}[{}] reshape(%{})", name, etype, join(kept_dims), a.name), op.at);
+      }
+      const std::string b = fmt::format("{}.broadcast{}", s.prefix, s.lines.size());
+      add_line(s, fmt::format("%{} = {}[{}] broadcast(%{}), dimensions={{{}}}", b, etype, join(out_dims), name, join(kept_map)), op.at);
+      names.push_back(b);
+    }
+    std::string opcode(op.name.substr(std::string_view("chlo.broadcast_").size()));
+    std::replace(opcode.begin(), opcode.end(), '_', '-');
+    std::string attrs;
+    if (opcode == "compare") {
+      const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
+      if (dir.empty()) return fail(op.at, "chlo.broadcast_compare needs a comparison_direction");
+      attrs = ", direction=" + dir;
+    } else if (!hlo::opcode_from_name(opcode) || !hlo::opcode_is_elementwise(*hlo::opcode_from_name(opcode))) {
+      return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+    }
+    return emit(op, s, shape, opcode, names, attrs);
+  }
+  bool rng_bit_generator(const Op& op, Scope& s) {
+    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "rng-bit-generator");  // printed from HLO
+    const std::string algo = word_in(op, {"DEFAULT", "THREE_FRY", "PHILOX"});
+    if (algo.empty()) return fail(op.at, "rng_bit_generator needs an algorithm (DEFAULT, THREE_FRY, PHILOX)");
+    std::string lower = algo;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return simple(op, s, "rng-bit-generator", ", algorithm=rng_" + lower);
   }
   bool reverse(const Op& op, Scope& s) {
     std::vector<std::int64_t> dims;
@@ -607,9 +943,18 @@ const std::vector<Converter::Rule>& Converter::rules() {
       {"stablehlo.custom_call", &Converter::custom_call},
       {"stablehlo.reduce", &Converter::reduce},
       {"stablehlo.while", &Converter::while_loop},
+      {"stablehlo.if", &Converter::conditional},
+      {"stablehlo.convolution", &Converter::convolution},
+      {"stablehlo.rng_bit_generator", &Converter::rng_bit_generator},
+      {"stablehlo.composite", &Converter::call},  // a call of its decomposition, as XLA inlines it
+      {"chlo.erf", &Converter::chlo_unary},
+      {"chlo.tan", &Converter::chlo_unary},
+      {"chlo.top_k", &Converter::chlo_unary},
+      {"stablehlo.case", &Converter::conditional},
       {"stablehlo.return", &Converter::ret},
       {"func.return", &Converter::ret},
       {"return", &Converter::ret},
+      {"mhlo.return", &Converter::ret},
       {"func.call", &Converter::call},
       {"call", &Converter::call},
   };
@@ -627,17 +972,28 @@ Result<HloText> Converter::run() {
     }
   }
   if (main == nullptr) main = &m_.funcs.front();
-  // Collectives do not convert (an error), so a module that converts is a
-  // single-device program whatever device counts it declares.
-  out_.text = fmt::format("HloModule {}\n\n", sanitize(m_.name));
-  if (m_.num_partitions > 1 || m_.num_replicas > 1) {
+  // The header comes last: the device counts depend on whether collectives converted.
+  out_.origin.push_back(main->at);
+  out_.origin.push_back(main->at);
+  if (!function(*main, true)) return errs_;
+  std::string header = fmt::format("HloModule {}", sanitize(m_.name));
+  for (const auto& [name, value] : m_.hlo_attributes) header += fmt::format(", {}={}", name, value);
+  const bool hlo_counts = std::any_of(m_.hlo_attributes.begin(), m_.hlo_attributes.end(), [](const auto& a) {
+    return a.first == "num_partitions" || a.first == "replica_count";
+  });
+  if (hlo_counts) {
+    // Printed from HLO (printer.h): the HLO module's own device counts hold.
+  } else if (has_collectives_) {
+    // A partitioned program: it runs on the devices it declares.
+    if (m_.num_partitions > 1) header += fmt::format(", num_partitions={}", m_.num_partitions);
+    if (m_.num_replicas > 1) header += fmt::format(", replica_count={}", m_.num_replicas);
+  } else if (m_.num_partitions > 1 || m_.num_replicas > 1) {
     out_.notes.push_back(fmt::format("the module declares mhlo.num_partitions = {} and mhlo.num_replicas = {} but has no "
                                      "collectives: a single-device program, simulated on one chip",
                                      m_.num_partitions, m_.num_replicas));
   }
-  out_.origin.push_back(main->at);
-  out_.origin.push_back(main->at);
-  if (!function(*main, true)) return errs_;
+  out_.text.insert(0, header + "\n\n");
+  out_.partitioned = has_collectives_ || hlo_counts;
   return std::move(out_);
 }
 
@@ -645,6 +1001,23 @@ Result<HloText> Converter::run() {
 
 Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file) {
   return Converter(module, source, file).run();
+}
+
+Result<HloText> convert_to_hlo(const std::vector<MlirModule>& modules, std::string_view source, const std::string& file) {
+  HloText all;
+  for (const MlirModule& m : modules) {
+    auto one = convert_to_hlo(m, source, file);
+    if (!one.ok()) return one.errors();
+    if (!all.text.empty()) {  // XLA's separator of modules in one file
+      all.text += "// -----\n";
+      all.origin.push_back(m.funcs.front().at);
+    }
+    all.text += one->text;
+    all.origin.insert(all.origin.end(), one->origin.begin(), one->origin.end());
+    all.notes.insert(all.notes.end(), one->notes.begin(), one->notes.end());
+    all.partitioned = all.partitioned || one->partitioned;
+  }
+  return all;
 }
 
 }  // namespace tpusim::stablehlo

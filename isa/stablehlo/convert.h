@@ -16,8 +16,13 @@ struct HloText {
   std::string text;
   std::vector<Token> origin;  // per HLO line (0-based): the MLIR token it came from
   std::vector<std::string> notes;  // what the conversion decided (e.g. shardings without collectives)
+  // A partitioned program (collectives, or device counts printed from HLO):
+  // it keeps its device counts.
+  bool partitioned = false;
 };
 
 Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file);
+// Every module of a file, one HLO module after another.
+Result<HloText> convert_to_hlo(const std::vector<MlirModule>& modules, std::string_view source, const std::string& file);
 
 }  // namespace tpusim::stablehlo

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <fmt/format.h>
 
+#include "isa/stablehlo/names.h"
+
 namespace tpusim::stablehlo {
 namespace {
 
@@ -17,7 +19,21 @@ class Parser {
   Parser(std::string_view text, const std::string& file, std::vector<Token> toks)
       : text_(text), file_(file), t_(std::move(toks)) {}
 
-  Result<MlirModule> run() {
+  // One module, or several `module { ... }` one after another (as
+  // `tpusim convert` prints a file of several HLO modules).
+  Result<std::vector<MlirModule>> run() {
+    std::vector<MlirModule> out;
+    do {
+      auto m = one();
+      if (!m.ok()) return m.errors();
+      out.push_back(std::move(m).value());
+    } while (is(peek(), "module"));
+    if (peek().kind != TokKind::kEnd) return fail(peek(), fmt::format("expected the end of the file after the module, found {}", found()));
+    return out;
+  }
+
+ private:
+  Result<MlirModule> one() {
     MlirModule m;
     if (!loc_defs(m)) return errs_;
     if (is(peek(), "module")) {
@@ -34,12 +50,9 @@ class Parser {
       return errs_;
     }
     if (!loc_defs(m)) return errs_;
-    if (peek().kind != TokKind::kEnd) return fail(peek(), fmt::format("expected the end of the file after the module, found {}", found()));
     if (m.funcs.empty()) return fail(peek(), "expected a func.func in the module");
     return m;
   }
-
- private:
   std::string_view text_;
   const std::string& file_;
   std::vector<Token> t_;
@@ -112,6 +125,11 @@ class Parser {
       if (toks[k].text == "mhlo.num_partitions") m.num_partitions = to_int(toks[k + 2].text);
       if (toks[k].text == "mhlo.num_replicas") m.num_replicas = to_int(toks[k + 2].text);
     }
+    for (std::size_t k = 0; k + 2 < toks.size(); ++k) {
+      std::string name = toks[k].kind == TokKind::kString ? unescape_string(toks[k].text) : std::string(toks[k].text);
+      if (!name.starts_with(kHloAttrPrefix) || !is(toks[k + 1], "=") || toks[k + 2].kind != TokKind::kString) continue;
+      m.hlo_attributes.emplace_back(name.substr(kHloAttrPrefix.size()), unescape_string(toks[k + 2].text));
+    }
     return true;
   }
   bool funcs(MlirModule& m, std::string_view until) {
@@ -131,12 +149,13 @@ class Parser {
     if (!expect("(")) return false;
     while (!is(peek(), ")")) {
       if (peek().kind != TokKind::kValue) return fail(peek(), fmt::format("expected an argument '%name', found {}", found())), false;
-      BlockArg a{peek().text, {}};
+      BlockArg a{peek().text, {}, {}};
       ++i_;
       if (!expect(":")) return false;
       if (peek().kind != TokKind::kType) return fail(peek(), fmt::format("expected a type, found {}", found())), false;
       a.type = peek();
       ++i_;
+      if (is(peek(), "{") && !skip_group(&a.attrs)) return false;
       if (!skip_trailers()) return false;
       args.push_back(a);
       if (is(peek(), ",")) ++i_;
@@ -246,6 +265,17 @@ class Parser {
     op.regions.push_back(std::move(r));
     return true;
   }
+  // `({ ^bb0(...): ... }, { ... })` after a generic op's operands.
+  bool region_list(Op& op) {
+    ++i_;
+    while (true) {
+      if (!region(op, {})) return false;
+      if (!is(peek(), ",")) break;
+      ++i_;
+      if (!is(peek(), "{")) return fail(peek(), fmt::format("expected '{{' opening a region, found {}", found())), false;
+    }
+    return expect(")");
+  }
   // Tokens of one op: up to the first token at depth 0 on a later line.
   bool operation(Op& op) {
     if (!results(op)) return false;
@@ -272,11 +302,27 @@ class Parser {
         continue;
       }
       if (depth <= 1 && is(t, "(") && t_[i_ - 1].kind == TokKind::kIdent && t_[i_ - 1].text == "reducer") {
-        if (!arg_list(pending_args)) return false;
+        // `reducer(%a0: T0, %b0: T0) (%a1: T1, %b1: T1)`: one pair per operand;
+        // the block's arguments are a0, a1, ..., b0, b1, ...
+        std::vector<std::vector<BlockArg>> pairs;
+        while (is(peek(), "(") && peek(1).kind == TokKind::kValue) {
+          pairs.emplace_back();
+          if (!arg_list(pairs.back())) return false;
+        }
+        for (std::size_t side = 0; side < 2; ++side) {
+          for (const auto& p : pairs) {
+            if (side < p.size()) pending_args.push_back(p[side]);
+          }
+        }
         line = t_[i_ - 1].line;
         continue;
       }
       if (closes(t) && depth == 0) break;
+      if (is(t, "(") && is(peek(1), "{")) {  // generic syntax: `({ region }, { region })`
+        if (!region_list(op)) return false;
+        line = t_[i_ - 1].line;
+        continue;
+      }
       if (is(t, "loc")) {
         const std::size_t at = i_ + 2;
         if (!(++i_, skip_group(nullptr))) return false;
@@ -296,7 +342,7 @@ class Parser {
 
 }  // namespace
 
-Result<MlirModule> parse_mlir(std::string_view text, const std::string& file) {
+Result<std::vector<MlirModule>> parse_mlir(std::string_view text, const std::string& file) {
   auto toks = lex_mlir(text, file);
   if (!toks.ok()) return toks.errors();
   return Parser(text, file, std::move(toks).value()).run();

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "isa/stablehlo/lexer.h"
@@ -17,8 +18,9 @@ namespace tpusim::stablehlo {
 struct Op;
 
 struct BlockArg {
-  std::string_view name;  // %arg0
-  Token type;             // kType token
+  std::string_view name;      // %arg0
+  Token type;                 // kType token
+  std::vector<Token> attrs;  // `{mhlo.sharding = "...", ...}` after the type (function arguments)
 };
 
 struct Region {
@@ -49,12 +51,16 @@ struct MlirModule {
   std::string name = "module";
   std::int64_t num_partitions = 1;
   std::int64_t num_replicas = 1;
+  // `hlo.<name> = "<text>"` module attributes (printer.h): HLO module
+  // attributes kept verbatim, name without the prefix, value unescaped.
+  std::vector<std::pair<std::string, std::string>> hlo_attributes;
   std::vector<Func> funcs;
   // `#loc3 = loc("jit(f)/dot_general"(...))`: alias -> the name in it ("" when none).
   std::map<std::string, std::string, std::less<>> loc_aliases;
 };
 
 // Parses the module structure (no op semantics); errors name file:line:col.
-Result<MlirModule> parse_mlir(std::string_view text, const std::string& file);
+// A file may hold several top-level modules, one after another.
+Result<std::vector<MlirModule>> parse_mlir(std::string_view text, const std::string& file);
 
 }  // namespace tpusim::stablehlo

@@ -65,7 +65,7 @@ hlo::ParsedFile parse_stablehlo(std::string text, std::string file, const hlo::P
     return failed;
   }
   if (notes != nullptr) {
-    if (text.find("mhlo.sharding") != std::string::npos && converted->notes.empty()) {
+    if (text.find("mhlo.sharding") != std::string::npos && converted->notes.empty() && !converted->partitioned) {
       converted->notes.push_back("parameters carry mhlo.sharding but the module has no collectives: a single-device "
                                  "program, simulated on one chip");
     }

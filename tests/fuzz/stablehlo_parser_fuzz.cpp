@@ -1,12 +1,14 @@
 // libFuzzer target for the StableHLO front end (isa/stablehlo): any input
 // must convert and parse, or fail with located diagnostics -- never crash,
 // hang or grow memory without bound (DESIGN.md, principle 9). Modules that
-// convert must also parse as HLO or report errors that format.
+// convert must also parse as HLO or report errors that format; those that
+// parse are printed back as StableHLO (printer.h) and read again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
+#include "isa/stablehlo/printer.h"
 #include "isa/stablehlo/stablehlo.h"
 
 namespace {
@@ -23,7 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)stablehlo::looks_like_mlir(text);
   const hlo::ParsedFile file = stablehlo::parse_stablehlo(text, "fuzz.mlir");
   for (const auto& m : file.modules) {
-    if (m.ok()) continue;
+    if (m.ok()) {
+      const hlo::ParsedFile again = stablehlo::parse_stablehlo(stablehlo::print_stablehlo(*m.value()), "printed.mlir");
+      for (const auto& d : again.errors()) check(!d.format().empty() && !d.message.empty());
+      continue;
+    }
     for (const auto& d : m.errors()) check(!d.format().empty() && !d.message.empty());
   }
   return 0;

@@ -54,5 +54,39 @@ TEST(StableHloCli, ErrorNamesMlirPosition) {
   EXPECT_NE(r.err.find("bad.mlir:3:10: error: unsupported operation 'stablehlo.fft'"), std::string::npos) << r.err;
 }
 
+// `tpusim convert`: HLO -> StableHLO -> HLO keeps the analyze totals and the step time.
+TEST(StableHloCli, ConvertRoundTripKeepsTotals) {
+  const std::string mlir = ::testing::TempDir() + "mlp_converted.mlir";
+  const auto c = tpusim({"convert", kDir + "mlp.hlo", "-o", mlir});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const auto a = tpusim({"analyze", mlir, "--chip", "v5e", "--format", "json"});
+  const auto b = tpusim({"analyze", kDir + "mlp.hlo", "--chip", "v5e", "--format", "json"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["total"], nlohmann::json::parse(b.out)["total"]);
+  // Without -o the text goes to stdout.
+  const auto s = tpusim({"convert", kDir + "mlp.hlo"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_TRUE(s.out.starts_with("module @jit_mlp")) << s.out;
+}
+
+TEST(StableHloCli, ConvertRoundTripKeepsStepTime) {
+  const std::string mlir = ::testing::TempDir() + "mlp_converted_run.mlir";
+  ASSERT_EQ(binary("convert " + kDir + "mlp.hlo -o " + mlir).code, 0);
+  const auto a = binary("run " + mlir + " --chip v5e --format json");
+  const auto b = binary("run " + kDir + "mlp.hlo --chip v5e --format json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(a.out)["step_time_s"].get<double>(),
+                   nlohmann::json::parse(b.out)["step_time_s"].get<double>());
+}
+
+TEST(StableHloCli, ConvertErrorsAreLocated) {
+  const auto path = write_temp("bad_convert.hlo", "HloModule m\n\nENTRY e {\n  ROOT a = f32[2] add(x, x)\n}\n");
+  const auto r = tpusim({"convert", path});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad_convert.hlo:4:"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tpusim::cli::testing
