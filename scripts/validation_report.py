@@ -294,20 +294,23 @@ if os.path.exists(ms_path):
 # What the training-step rows show (mechanisms measured on the rows; see docs/validation.md).
 TRAIN_NOTES = [
     "", "What the rows show:",
-    "- maxtext-128b (fsdp 16 x tensor 16) is over-predicted by about 20-26% on one slice: tpusim runs the",
-    "  tensor-parallel all-gathers and reduce-scatters of the activations (bf16[16,2048,10240], 671 MB, about",
-    "  7 ms each on v5e's 16-chip ring, 4 per pass through a layer) before and after their matmuls, so about",
-    "  5.4 s of the 18.2 s step is exposed communication. XLA's TPU backend overlaps them by decomposing",
-    "  all-gather + matmul and matmul + reduce-scatter into loops of collective-permutes and partial matmuls",
-    "  (windowed einsum; Wang et al., ASPLOS 2023, \"Overlap communication with dependent computation via",
-    "  decomposition in large deep learning models\"), which the generator does not write yet.",
-    "- The fsdp-only rows (16B, 32B, 64B) are MXU-bound: tpusim's weight-gradient matmuls, whose operands are",
-    "  both contracted over their leading (batch, sequence) dims, run at 87% of the MXU peak (an XLU transpose",
-    "  per operand tile), and flash attention at S = 2048 computes 3 of 4 block pairs of the causal mask with",
-    "  1024-row blocks.",
-    "- With more slices the measured step grows faster than tpusim's (128B: +21% from 1 to 32 slices, tpusim",
-    "  +4%): the per-layer DCN gradient all-reduces overlap the backward in tpusim, and nothing here is fitted",
-    "  to the DCN rows.",
+    "- Tensor parallelism is where tpusim over-predicts: maxtext-128b (tensor 16 on v5e, 8 on v5p-256) by",
+    "  18-26% on one or two slices, maxtext-512b (tensor 16, emb 20480) by about 50%. tpusim runs the",
+    "  tensor-parallel all-gathers and reduce-scatters of the activations (for v5e 128B bf16[16,2048,10240],",
+    "  671 MB, about 7 ms each on the 16-chip ring, 4 per pass through a layer) before and after their",
+    "  matmuls: about 5.4 s of the 18.2 s v5e 128B step is exposed communication. XLA's TPU backend overlaps",
+    "  them with the matmuls (the rows' LIBTPU_INIT_ARGS enable its async collective fusion and",
+    "  compute/collective overlap; the SPMD partitioner's windowed einsum is the published form of the idea:",
+    "  Wang et al., ASPLOS 2023). Written as bidirectional windowed loops (collective-permutes and partial",
+    "  matmuls) the v5e 128B step got slower in tpusim (23.1 s), each step's partial sums going through HBM,",
+    "  so the generator keeps the plain collectives until the fused form is modelled.",
+    "- The fsdp-only rows (16B, 32B, 64B) are within -6.5%..+11%. What is left is MXU time: tpusim's",
+    "  weight-gradient matmuls, both operands contracted over their leading (batch, sequence) dims, run at 87%",
+    "  of the MXU peak (an XLU transpose per operand tile), and flash attention at S = 2048 computes 3 of 4",
+    "  block pairs of the causal mask with 1024-row blocks.",
+    "- With more slices the measured step grows faster than tpusim's (v5e 128B: +21% from 1 to 32 slices,",
+    "  tpusim +4%): the per-layer DCN gradient all-reduces overlap the backward in tpusim; nothing here is",
+    "  fitted to the DCN rows.",
 ]
 
 tr_path = os.path.join(out_dir, "validate_train.json")
@@ -348,7 +351,7 @@ if os.path.exists(tr_path):
         if "skipped" in r:
             skipped.setdefault(r["skipped"], []).append(r["row"])
     if skipped:
-        lines += ["", "Rows not generated yet: " + "; ".join(f"{why} ({len(rows)} rows)"
+        lines += ["", "Rows not in this table: " + "; ".join(f"{why} ({len(rows)} row{'s' if len(rows) > 1 else ''})"
                                                            for why, rows in sorted(skipped.items())) + "."]
     lines += TRAIN_NOTES + [""]
     if done:
