@@ -11,7 +11,7 @@ Writes OUT.json (summary and rows).
 Exit 1 when a file of the corpus does not round-trip identically.
 
 Usage: scripts/roundtrip_corpus.py TPUSIM [--corpus DIR] [--out out/roundtrip] [--sample N]
-                                   [--only SUBSTRING] [--work DIR] [--system-max-devices 16]
+                                   [--only SUBSTRING] [--exclude A,B] [--work DIR] [--system-max-devices 16]
 """
 import argparse
 import json
@@ -98,13 +98,16 @@ def main():
     ap.add_argument("--work", default="out/roundtrip_mlir")
     ap.add_argument("--sample", type=int, default=0, help="every k-th file only, k = files / N (0: all)")
     ap.add_argument("--only", default="")
+    ap.add_argument("--exclude", default="", help="comma-separated substrings: files whose name has one are left out")
     ap.add_argument("--system-max-devices", type=int, default=16,
                     help="modules on 2..N devices also run on a v5p system of that many chips (--system auto)")
     a = ap.parse_args()
     if not os.path.isdir(a.corpus):
         print(f"note: no corpus at {a.corpus}; round trip skipped", file=sys.stderr)
         return 0
-    files = sorted(f for f in os.listdir(a.corpus) if f.endswith(".hlo") and a.only in f)
+    excluded = [x for x in a.exclude.split(",") if x]
+    files = sorted(f for f in os.listdir(a.corpus)
+                   if f.endswith(".hlo") and a.only in f and not any(x in f for x in excluded))
     if a.sample > 0 and len(files) > a.sample:
         step = len(files) / a.sample
         files = [files[int(i * step)] for i in range(a.sample)]
