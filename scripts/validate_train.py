@@ -81,7 +81,13 @@ def main():
     a = p.parse_args()
     rows = maxtext_step.read_rows(a.csv)
     if a.rows:
-        chosen = [int(x) for x in a.rows.split(",")]
+        try:
+            chosen = [int(x) for x in a.rows.split(",")]
+        except ValueError:
+            p.error(f"--rows {a.rows}: expected comma-separated row numbers")
+        bad = [i for i in chosen if not 0 <= i < len(rows)]
+        if bad:
+            p.error(f"--rows: {bad} not data rows of {a.csv} (0..{len(rows) - 1})")
     elif a.quick:
         chosen = quick_rows(rows)
     else:

@@ -144,17 +144,12 @@ class Converter {
         --depth;
       }
     }
-    std::vector<std::string> hlos;
+    std::vector<Token> subs;
     for (const auto& p : parts) {
-      Token sub = t;
-      sub.text = p;
-      Shape e;
-      if (!shape_of(sub, e)) return false;
-      hlos.push_back(e.hlo);
-      out.elements.push_back(e);
+      subs.push_back(t);
+      subs.back().text = p;
     }
-    out.hlo = fmt::format("({})", fmt::join(hlos, ", "));
-    return true;
+    return tuple_shape(subs, out);
   }
   // Result types: the types after the op's last top-level ':' (after '->' when there is one).
   std::vector<Token> result_types(const Op& op, bool all = false) {
