@@ -322,10 +322,12 @@ class Step:
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
 
     # ---------------- one decoder layer ----------------
-    def layer_fwd(self, e, x, W, saved=None):
+    def layer_fwd(self, e, x, W, saved=None, recompute=False):
         """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
-        uses). With `saved` (the projections the minimal remat policy kept) the forward is recomputed
-        around them: no projection runs again, and y (not needed) is None."""
+        uses). recompute: the backward's recomputation, which stops at the last value the backward
+        reads (the MLP activation): the MLP output projection and the residual add only make y, which
+        the backward does not use (JAX's remat and XLA's dead-code elimination leave them out), and y
+        is None. With `saved` (the projections the remat policy kept) no saved projection runs again."""
         c, m = self.c, self.m
         B, S, D = c.B, c.S, c.D
         s = {"x": x}
@@ -364,7 +366,7 @@ class Step:
             s["pre"] = saved["pre"] if saved else dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
             s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
                               lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
-        if saved:
+        if recompute:
             return None, s
         mlp = self.tp_scatter(e, dot(e, s["u"], W["wo_mlp"], (B, S, D), (2,), (0,)), "MLP output")
         y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
@@ -590,7 +592,7 @@ class Step:
             idx = f.sub(f.const(str(L - 1), S32, ()), i)
             got = {n: self.layer_slice(f, st, idx) for (n, _), st in zip(keep, saved_v)}
             W = self.layer_weights(f, stacks, idx)
-            _, s = self.layer_fwd(f, got["x"], W, got if c.remat == "minimal" else None)
+            _, s = self.layer_fwd(f, got["x"], W, got if c.remat == "minimal" else None, recompute=True)
             dx, g = self.layer_bwd(f, dy, s, W)
             new = [self.store(f, gs, self.reduce_grad(f, n, kinds[n], g[n], f"{n} gradient (per layer)"), idx)
                    for n, gs in zip(layer_names, gstacks)]
