@@ -124,6 +124,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
   for (int i = 0; i < chip.core.xlu.count; ++i) xlus_.push_back(add_unit(fmt::format("xlu{}", i), isa::Unit::kXlu, i));
   eup_ = add_unit("eup", isa::Unit::kEup, 0);
   for (int i = 0; i < chip.core.dma.engines; ++i) dmas_.push_back(add_unit(fmt::format("dma{}", i), isa::Unit::kDma, i));
+  host_dmas_[0] = add_unit("host_dma_out", isa::Unit::kDma, chip.core.dma.engines);
+  host_dmas_[1] = add_unit("host_dma_in", isa::Unit::kDma, chip.core.dma.engines + 1);
   // Several collectives in flight (ici.concurrent_collectives): one in-order
   // ICI queue each ("ici", "ici1", …), the sequencer picks the shortest. A
   // single chip has no network to share, and the placeholder charges each
@@ -192,6 +194,11 @@ TensorCore::Unit& TensorCore::unit_for(const isa::Instruction& inst) {
                                 [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
     case isa::Unit::kDma:
     default:
+      if (const auto* d = std::get_if<isa::DmaStart>(&inst.op)) {
+        const auto space = [&](const isa::TileRef& t) { return program_.buffers[program_.storage(t.buffer)].space; };
+        if (space(d->dst) == isa::MemSpace::kHost) return *host_dmas_[0];
+        if (space(d->src) == isa::MemSpace::kHost) return *host_dmas_[1];
+      }
       return **std::min_element(dmas_.begin(), dmas_.end(),
                                 [](Unit* a, Unit* b) { return a->queue.size() < b->queue.size(); });
   }

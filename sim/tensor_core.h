@@ -177,6 +177,10 @@ class TensorCore : public sc_core::sc_module {
   Unit* eup_ = nullptr;
   Unit* ici_ = nullptr;
   std::vector<Unit*> icis_;  // ici_ is the first
+  // DMAs between HBM and host memory (to the host, to HBM): their own
+  // queues, so a long host transfer does not hold up the core's HBM<->VMEM
+  // DMA engines (the host interface moves them over the link).
+  std::array<Unit*, 2> host_dmas_{};
   std::uint64_t collectives_dispatched_ = 0;  // collectives sent to the ICI queues so far
 
   // The dynamic instructions not yet dropped, ids [dyn_base_, next_dyn_): a

@@ -108,6 +108,13 @@ class Lowerer {
         key = reuse_key(*x, group);
         if (reuse(*x, key)) continue;
       }
+      if (!pending_.empty()) {
+        if (group != nullptr) {
+          for (const Instruction* member : group->members) wait_host_reads(*member);
+        } else {
+          wait_host_reads(*x);
+        }
+      }
       const std::size_t code_before = c_.prog.code.size();
       if (group != nullptr) {
         if (top) top_name_ = std::string(x->name());
@@ -130,6 +137,7 @@ class Lowerer {
       }
       if (!key.empty() && c_.prog.code.size() > code_before) remember(*x, std::move(key));
     }
+    wait_host_moves();
     if (comp.root() == nullptr) return Value{};
     return vals_[comp.root()];
   }
@@ -748,6 +756,7 @@ class Lowerer {
                        " time(s)");
     }
     const Value state = operand(x, 0);
+    wait_host_moves(true);
     c_.set_provenance(provenance_name(x));
     c_.emit(isa::Repeat{n});
     const std::size_t repeat_at = c_.prog.code.size() - 1;
@@ -848,10 +857,23 @@ class Lowerer {
       vals_[&x] = out;
       if (moves) c_.dma(c_.whole(out.leaves[0].buffer), c_.whole(host.buffer), sem);
     }
-    if (moves) c_.wait(sem, 1);
+    // Asynchronous, as XLA's host offloader makes it (copy-start/copy-done
+    // pairs the latency-hiding scheduler spreads over compute): a
+    // MoveToDevice is waited on by the first op that reads its value, a
+    // MoveToHost (whose value only host-side updates read) at the end of the
+    // computation it is in: a loop body's iteration, or the program.
+    if (moves) {
+      Pending& p = pending_for(&x);
+      p.sem = sem;
+      p.count = 1;
+      p.provenance = c_.prog.code.empty() ? 0 : c_.prog.code.back().provenance;
+      p.host = to_host ? HostMove::kToHost : HostMove::kToDevice;
+      p.depth = loop_depth_;
+    }
     c_.note(x, NoteKind::kLowered,
             std::string(to_host ? "HBM to host memory" : "host memory to HBM") + " over the host link: " +
-                std::to_string(static_cast<std::int64_t>(x.shape().byte_size())) + " bytes");
+                std::to_string(static_cast<std::int64_t>(x.shape().byte_size())) + " bytes, " +
+                (to_host ? "waited at the end of its computation" : "waited by its first reader"));
     return true;
   }
 
@@ -1320,10 +1342,13 @@ class Lowerer {
   std::unordered_map<const Instruction*, Value> vals_;
   std::unordered_map<const Instruction*, Value> async_;
   // Collectives issued by a -start / async-start and not yet waited on.
+  enum class HostMove : std::uint8_t { kNone, kToHost, kToDevice };
   struct Pending {
     isa::SemRef sem;
     std::int64_t count = 0;
     std::uint32_t provenance = 0;  // the collective's label: the wait is its exposed time
+    HostMove host = HostMove::kNone;  // a MoveToHost/MoveToDevice transfer (not a collective)
+    int depth = 0;                    // the loop depth it was issued at
   };
   std::vector<std::pair<const Instruction*, Pending>> pending_;  // in issue order
   Pending& pending_for(const Instruction* start) {
@@ -1349,6 +1374,34 @@ class Lowerer {
   // Waits for every collective whose -done never came (malformed schedules).
   void wait_all_async() {
     while (!pending_.empty()) wait_async(*pending_.front().first);
+  }
+  // Before an op (or a fusion group's members) runs: waits for the
+  // MoveToDevice transfers whose values it reads, and a MoveToDevice for
+  // the MoveToHost transfers it copies back (other readers of a MoveToHost's
+  // value are host-side bookkeeping: views, updates of a host buffer).
+  void wait_host_reads(const Instruction& x) {
+    const bool to_device = x.opcode() == Opcode::kCustomCall &&
+                           hlo::word_attr(x, hlo::AttrId::kCustomCallTarget).value_or("") == "MoveToDevice";
+    for (const Instruction* o : x.operands()) {
+      const auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& e) { return e.first == o; });
+      if (it == pending_.end()) continue;
+      if (it->second.host == HostMove::kToDevice || (to_device && it->second.host == HostMove::kToHost)) {
+        wait_async(*o);
+      }
+    }
+  }
+  // Waits for the host transfers issued at this loop depth (at the end of a
+  // computation: those issued in it), or, with to_device_only, for the
+  // MoveToDevice ones (before a loop, whose body may read them: a wait
+  // inside the body would repeat).
+  void wait_host_moves(bool to_device_only = false) {
+    std::vector<const Instruction*> moves;
+    for (const auto& [start, p] : pending_) {
+      if (to_device_only ? p.host == HostMove::kToDevice : p.host != HostMove::kNone && p.depth == loop_depth_) {
+        moves.push_back(start);
+      }
+    }
+    for (const Instruction* start : moves) wait_async(*start);
   }
 
  private:
