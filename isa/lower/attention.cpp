@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "common/units.h"
@@ -124,7 +125,7 @@ class Attention {
       const TileRef slice = c_.tile(out.buffer, out.row, M, out.col + ns * C_, nc);
       c_.emit(isa::MxuPop{touched.front(), slice, 0});
       for (std::size_t p = 1; p < touched.size(); ++p) {
-        const TileRef part = c_.tile(partial(p - 1, M), 0, M, 0, nc);
+        const TileRef part = c_.tile(partial(p - 1, nc), 0, M, 0, nc);
         c_.emit(isa::MxuPop{touched[p], part, 0});
         vpu(VpuOp::kAdd, slice, slice, part);
       }
@@ -149,10 +150,13 @@ class Attention {
     c_.emit(isa::XluReduce{op, dst, c_.tile(cur.buffer, cur.row, src.rows, cur.col, cols)});
   }
 
-  std::uint32_t partial(std::size_t i, std::int64_t rows) {
-    while (parts_.size() <= i) parts_.push_back(buf("attn.part", DType::kF32, b_, C_));
-    (void)rows;
-    return parts_[i];
+  // Partial-product buffer i of a slice `cols` wide (b rows, the longest
+  // product): one per width, so a narrow slice (a head dim under the MXU's
+  // width) is its whole buffer's width, as VMEM tiling needs.
+  std::uint32_t partial(std::size_t i, std::int64_t cols) {
+    const auto key = std::make_pair(i, cols);
+    if (auto it = parts_.find(key); it != parts_.end()) return it->second;
+    return parts_.emplace(key, buf("attn.part", DType::kF32, b_, cols)).first->second;
   }
 
   // n blocks in two stages, software-pipelined: A(slot) (the block's
@@ -485,7 +489,7 @@ class Attention {
   Array q_, k_, v_;
   std::array<isa::SemRef, 2> ld_{}, sq_{}, ldk_{}, ldv_{};
   isa::SemRef st_{};
-  std::vector<std::uint32_t> parts_;
+  std::map<std::pair<std::size_t, std::int64_t>, std::uint32_t> parts_;
 };
 
 }  // namespace
