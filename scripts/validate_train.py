@@ -48,7 +48,7 @@ def simulate(tpusim, row, index, tmp):
     fsdp, tensor, slices = maxtext_step.mesh(row)
     dims = maxtext_step.parse_spec(row["model_spec"])
     text, _ = maxtext_hlo.emit(dims, float(row["per_device_batch"]), int(row["seq_len"]), fsdp, tensor, slices,
-                               maxtext_step.remat_policy(row))
+                               maxtext_step.remat(row))
     path = os.path.join(tmp, f"row{index}.hlo")
     with open(path, "w") as f:
         f.write(text)

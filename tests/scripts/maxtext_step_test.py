@@ -29,10 +29,38 @@ class MaxTextStep(unittest.TestCase):
         self.rows = maxtext_step.read_rows(os.path.join(SRC, "tests", "validation", "refs", "hw", "train_step.csv"))
 
     def test_default_decoder_rows_parse(self):
-        parsed = [r for r in self.rows if self.m.parse_spec(r["model_spec"])]
         default = [r for r in self.rows if r["model_spec"].startswith("MaxText default decoder")]
-        self.assertEqual(len(parsed), len(default))
-        self.assertGreater(len(parsed), 0)
+        self.assertGreater(len(default), 0)
+        for r in default:
+            self.assertIsNotNone(self.m.parse_spec(r["model_spec"]), r["model"])
+
+    def test_named_configs_and_remat_columns(self):
+        # llama3.1-8b as MaxText's configs/models/llama3.1-8b.yml gives it; the v6e rows name it with a custom
+        # policy that offloads the layer input and the Q/K/V/output projections.
+        rows = [r for r in self.rows if r["model"] == "llama3.1-8b" and r["chip"] == "v6e"]
+        self.assertGreater(len(rows), 0)
+        for r in rows:
+            d = self.m.parse_spec(r["model_spec"])
+            self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["mlp"], d["layers"], d["vocab"]),
+                             (4096, 32, 8, 14336, 32, 128256))
+            self.assertEqual((d["mlp_matrices"], d["tied"], d["iota_embed"]), (3, False, False))
+            self.assertIsNone(self.m.supported(r), r["slice"])
+            policy, custom = self.m.remat(r)
+            self.assertEqual(policy, "custom")
+            self.assertEqual(custom["decoder_layer_input"], "offload")
+        import maxtext_hlo
+        plan = maxtext_hlo.remat_plan("custom", {"decoder_layer_input": "offload", "query_proj": "offload",
+                                                 "context": "device", "mlpwo": "remat"})
+        self.assertEqual(plan, {"x": "offload", "q_proj": "offload"})  # context and mlpwo change nothing
+        self.assertEqual(maxtext_hlo.remat_plan("qkv_proj_offloaded"),
+                         {"x": "device", "q_proj": "offload", "k_proj": "offload", "v_proj": "offload"})
+        with self.assertRaises(ValueError):
+            maxtext_hlo.remat_plan("custom", {"query_projection": "offload"})
+        with self.assertRaises(ValueError):
+            maxtext_hlo.remat_plan("save_everything")
+        # the rows it cannot generate say why
+        why = {r["model"]: self.m.supported(r) for r in self.rows if self.m.supported(r)}
+        self.assertIn("mixture-of-experts", why["mixtral-8x7b"])
 
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
@@ -109,6 +137,66 @@ class WholeStep(unittest.TestCase):
         self.assertEqual(count[("all-reduce", self.TP)], L * (2 + 2 + 2) + 2 + 3)
         # DCN: every gradient (6 matrices and 2 norms per layer, the table, the final norm) all-reduced once
         self.assertEqual(count[("all-reduce", self.SLICES)], L * (matrices + 2) + 2)
+
+
+class LlamaStep(unittest.TestCase):
+    """A small LLaMA-style decoder (GQA, SwiGLU, separate embedding and logits weights, the embedding a
+    gather) on fsdp 4, with MaxText's custom remat offloading the layer input and the Q/K/V/output
+    projections to host memory, against the same step keeping them on the device."""
+    L, D, H, KV, HD, F, V, B, S, FSDP = 4, 512, 8, 2, 64, 1536, 1024, 2, 512, 4
+
+    def setUp(self):
+        if TPUSIM is None:
+            self.skipTest("needs --tpusim")
+        sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
+        import maxtext_hlo
+        d = dict(emb=self.D, heads=self.H, kv_heads=self.KV, head_dim=self.HD, mlp=self.F, mlp_matrices=3,
+                 layers=self.L, vocab=self.V, tied=False, iota_embed=False)
+        names = ("decoder_layer_input", "query_proj", "key_proj", "value_proj", "out_proj")
+        self.tmp = tempfile.TemporaryDirectory()
+        self.paths = {}
+        for where in ("offload", "device"):
+            text, _ = maxtext_hlo.emit(d, self.B, self.S, self.FSDP, 1, 1, ("custom", {n: where for n in names}))
+            self.paths[where] = os.path.join(self.tmp.name, f"{where}.hlo")
+            with open(self.paths[where], "w") as f:
+                f.write(text)
+
+    def tearDown(self):
+        if TPUSIM is not None:
+            self.tmp.cleanup()
+
+    def run_json(self, cmd, path):
+        out = subprocess.run([TPUSIM, cmd, path, "--chip", "v6e", "--format", "json", "-q"] +
+                             (["--system", "2x2", "--mode", "symmetric"] if cmd == "run" else []),
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+
+    def test_flops_offloads_and_their_cost(self):
+        L, D, H, KV, HD, F, V, T = self.L, self.D, self.H, self.KV, self.HD, self.F, self.V, self.B * self.S
+        qkvo = 2 * T * (D * H * HD + 2 * D * KV * HD + H * HD * D)
+        mlp_in, mlp_out = 2 * T * 2 * D * F, 2 * T * F * D
+        attention = 4 * self.B * H * self.S * self.S * HD / 2
+        # forward; recomputation of the MLP input projections only (Q, K, V and the output projection are
+        # saved, the MLP output projection is not needed); backward 2x dense; flash forward twice and its
+        # backward 2.5x; untied logits forward and backward (x3); the embedding is a gather (no FLOPs here)
+        layer = (qkvo + mlp_in + mlp_out) + mlp_in + 2 * (qkvo + mlp_in + mlp_out) + 4.5 * attention
+        want = L * layer + 3 * 2 * T * D * V
+        for where, path in self.paths.items():
+            got = self.run_json("analyze", path)["total"]["flops"]
+            self.assertGreaterEqual(got, want, where)
+            self.assertLess(got, 1.03 * want, where)
+        with open(self.paths["offload"]) as f:
+            text = f.read()
+        self.assertEqual(text.count('custom_call_target="MoveToHost"'), 5)  # in the forward scan's body
+        self.assertEqual(text.count('custom_call_target="MoveToDevice"'), 5)  # in the backward scan's body
+        # Each layer moves x, q, attn ([B,S,D] bf16) and k, v ([B,S,KV*HD]) out and back over the host link.
+        per_layer = 2 * T * (3 * D + 2 * KV * HD)
+        link = 32e9  # v6e preset: host.bandwidth 32 GB/s each way
+        device = self.run_json("run", self.paths["device"])["step_time_s"]
+        offload = self.run_json("run", self.paths["offload"])["step_time_s"]
+        # the transfers cost something, and less than all of them serialized (they overlap the layers)
+        self.assertGreater(offload, device)
+        self.assertLess(offload, device + 2 * L * per_layer / link)
 
 
 if __name__ == "__main__":

@@ -64,13 +64,61 @@ def iota_groups(mesh, axis):
     return f"[{groups},{size}]<=[{','.join(map(str, mesh))}]T({','.join(map(str, perm))})"
 
 
+# MaxText's checkpoint names (jax.ad_checkpoint.checkpoint_name in its decoder layers) -> the values of
+# this generator they name. Names whose saving changes nothing here: `context` (the attention output:
+# the flash kernel's residuals, its log-sum-exp, are unnamed, so the kernel runs again anyway), `mlpwo`
+# (the MLP output only makes the layer output, which the backward does not read), `qkv_proj` (the fused
+# QKV projection of fused_qkv models; these decoders project Q, K and V separately).
+CHECKPOINT_NAMES = {"decoder_layer_input": "x", "query_proj": "q_proj", "key_proj": "k_proj",
+                    "value_proj": "v_proj", "out_proj": "attn", "mlpwi_0": "g", "mlpwi_1": "up", "mlpwi": "pre"}
+IGNORED_NAMES = ("context", "mlpwo", "qkv_proj")
+_QKV = ("query_proj", "key_proj", "value_proj")
+_DOTS = _QKV + ("out_proj", "mlpwi_0", "mlpwi_1", "mlpwi")
+# MaxText's named remat policies (decoders.py get_remat_policy): checkpoint name -> where it is kept.
+# `full` keeps only the layer input (the scan's carry). `minimal` is jax.checkpoint_dots_with_no_batch_dims.
+REMAT_POLICIES = {
+    "full": {},
+    "minimal": {n: "device" for n in _DOTS},
+    "save_qkv_proj": {n: "device" for n in _QKV},
+    "save_out_proj": {"out_proj": "device"},
+    "save_dot_except_mlp": {n: "device" for n in _QKV + ("out_proj",)},
+    "save_dot_except_mlpwi": {n: "device" for n in _QKV + ("out_proj",)},
+    "qkv_proj_offloaded": {n: "offload" for n in _QKV},
+    "minimal_offloaded": {n: "offload" for n in _DOTS},
+}
+
+
+def remat_plan(policy, custom=None):
+    """{generator value: 'device'|'offload'} the forward saves for the backward under a MaxText remat
+    policy; `custom` is the `custom` policy's {checkpoint name: 'device'|'offload'|'remat'}. The layer
+    input is always kept (on the device unless offloaded)."""
+    if policy == "custom":
+        names = dict(custom or {})
+    elif policy in REMAT_POLICIES:
+        names = dict(REMAT_POLICIES[policy])
+    else:
+        raise ValueError(f"remat policy '{policy}': one of {', '.join(sorted(REMAT_POLICIES))} or custom")
+    plan = {"x": "device"}
+    for name, where in names.items():
+        if where not in ("device", "offload", "remat"):
+            raise ValueError(f"remat {name}={where}: device, offload or remat")
+        if name in IGNORED_NAMES or where == "remat":
+            continue
+        if name not in CHECKPOINT_NAMES:
+            raise ValueError(f"remat: unknown checkpoint name '{name}'")
+        plan[CHECKPOINT_NAMES[name]] = where
+    return plan
+
+
 class Config:
-    """Dimensions and mesh of one step."""
+    """Dimensions and mesh of one step. remat: a MaxText policy name, or (policy, custom names)."""
 
     def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full"):
-        if remat not in ("full", "minimal"):
-            raise ValueError(f"remat policy '{remat}': full or minimal")
-        self.remat = remat
+        policy, custom = (remat, None) if isinstance(remat, str) else remat
+        self.remat = policy
+        self.plan = remat_plan(policy, custom)
+        self.tied = dims.get("tied", True)          # logits_via_embedding
+        self.iota_embed = dims.get("iota_embed", True)  # use_iota_embed: one-hot dot, else a gather
         self.L, self.D, self.H, self.KV = dims["layers"], dims["emb"], dims["heads"], dims["kv_heads"]
         self.HD, self.F, self.V = dims["head_dim"], dims["mlp"], dims["vocab"]
         self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else relu(x.wi)
@@ -86,6 +134,11 @@ class Config:
                 raise ValueError(f"{name} {total} is not divisible by {parts}")
         if self.HD % 2:
             raise ValueError(f"head_dim {self.HD} must be even (RoPE rotates halves)")
+        if not self.iota_embed and tensor > 1:
+            raise ValueError("a gathered embedding (use_iota_embed=False) with tensor parallelism is not generated")
+        # a policy's MLP names apply to the MLP there is: mlpwi_0/mlpwi_1 (gated) or mlpwi (one matrix)
+        for name in ("pre",) if self.gated else ("g", "up"):
+            self.plan.pop(name, None)
         self.HL, self.KVL, self.FL, self.VL = self.H // tensor, self.KV // tensor, self.F // tensor, self.V // tensor
         self.DT = self.D // tensor  # embed dimension of an activation between blocks
         mesh = [slices, fsdp, tensor]
@@ -104,17 +157,14 @@ class Config:
         return w + [("wo_mlp", (self.FL, D), "row")]
 
     def saved(self):
-        """(name, per-layer shape) of what the forward scan saves for the backward: the layer's input
-        (full remat), and with `minimal` (jax.checkpoint_dots_with_no_batch_dims) also the outputs of
-        the projections (Q, K, V, the attention output projection, the MLP's input projections)."""
-        act = (BF16, (self.B, self.S, self.DT))
-        if self.remat == "full":
-            return [("x", act)]
-        proj = [("q_proj", bf(self.B, self.S, self.HL * self.HD)), ("k_proj", bf(self.B, self.S, self.KVL * self.HD)),
-                ("v_proj", bf(self.B, self.S, self.KVL * self.HD)), ("attn", act)]
-        mlp = [("g", bf(self.B, self.S, self.FL)), ("up", bf(self.B, self.S, self.FL))] if self.gated else \
-            [("pre", bf(self.B, self.S, self.FL))]
-        return [("x", act)] + proj + mlp
+        """(name, per-layer shape, 'device'|'offload') of what the forward scan saves for the backward
+        (the remat plan): the layer's input, and the projections' outputs the policy keeps (Q, K, V,
+        the attention output projection, the MLP's input projections), in HBM or in host memory."""
+        B, S = self.B, self.S
+        shapes = {"x": bf(B, S, self.DT), "q_proj": bf(B, S, self.HL * self.HD), "k_proj": bf(B, S, self.KVL * self.HD),
+                  "v_proj": bf(B, S, self.KVL * self.HD), "attn": bf(B, S, self.DT), "g": bf(B, S, self.FL),
+                  "up": bf(B, S, self.FL), "pre": bf(B, S, self.FL)}
+        return [(n, shapes[n], self.plan[n]) for n in shapes if n in self.plan]
 
     def shard(self, dims, kind):
         if kind == "norm":
@@ -229,6 +279,16 @@ class Step:
 
         return self.m.fusion(c, "kLoop", "dynamic_slice_fusion", [stack, index], body, None)
 
+    def fetch(self, c, stack, index):
+        """stack[index] of a stack in host memory, copied back to HBM (MoveToDevice): the slice is a
+        plain dynamic-slice, so the copy is seen to come from host memory."""
+        dims = stack.dims[1:]
+        zero = c.const("0", S32, ())
+        ds = c.op("dynamic-slice", (stack.dtype, (1,) + dims), [stack, index] + [zero] * len(dims),
+                  f"dynamic_slice_sizes={{{','.join(map(str, (1,) + dims))}}}")
+        r = c.op("bitcast", (stack.dtype, dims), [ds])
+        return c.op("custom-call", r.shape, [r], 'custom_call_target="MoveToDevice"')
+
     def store(self, c, stack, value, index):
         """stack with stack[index] = value (in place)."""
         zero = c.const("0", S32, ())
@@ -322,23 +382,23 @@ class Step:
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
 
     # ---------------- one decoder layer ----------------
-    def layer_fwd(self, e, x, W, saved=None, recompute=False):
+    def layer_fwd(self, e, x, W, saved=None, recompute=False, values=None):
         """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
         uses). recompute: the backward's recomputation, which stops at the last value the backward
         reads (the MLP activation): the MLP output projection and the residual add only make y, which
         the backward does not use (JAX's remat and XLA's dead-code elimination leave them out), and y
-        is None. With `saved` (the projections the remat policy kept) no saved projection runs again."""
+        is None. With `saved` (the projections the remat policy kept) no saved projection runs again.
+        values: the dict the values are put in (a caller's hook sees each as it is made)."""
         c, m = self.c, self.m
         B, S, D = c.B, c.S, c.D
-        s = {"x": x}
+        s = {} if values is None else values
+        s["x"] = x
         s["xn"], s["ss1"] = self.norm_fwd(e, x, W["attn_norm"], "attention RMSNorm")
         s["xg"] = xg = self.tp_gather(e, s["xn"], "attention input")
-        if saved:
-            q, k, v = saved["q_proj"], saved["k_proj"], saved["v_proj"]
-        else:
-            q = dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
-            k = dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
-            v = dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
+        saved = saved or {}
+        q = saved.get("q_proj") or dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
+        k = saved.get("k_proj") or dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
+        v = saved.get("v_proj") or dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
         s["q_proj"], s["k_proj"], s["v_proj"] = q, k, v
         s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
         s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
@@ -346,24 +406,22 @@ class Step:
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
         s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
         s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
-        if saved:
-            attn = saved["attn"]
-        else:
-            attn = self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)), "attention output")
+        attn = saved.get("attn") or self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)),
+                                                    "attention output")
         s["attn"] = attn
         s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
         s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
         s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
         if c.gated:
-            s["g"] = saved["g"] if saved else dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
-            s["up"] = saved["up"] if saved else dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
+            s["g"] = saved.get("g") or dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
+            s["up"] = saved.get("up") or dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
 
             def act(f, p):
                 gf = f.convert(p[0], F32)
                 return f.convert(f.mul(f.convert(p[1], F32), f.mul(gf, f.un("logistic", gf))), BF16)
             s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
         else:
-            s["pre"] = saved["pre"] if saved else dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
+            s["pre"] = saved.get("pre") or dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
             s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
                               lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
         if recompute:
@@ -534,6 +592,8 @@ class Step:
         cos, sin = e.param(bf(S, c.HD), "rope_cos.2"), e.param(bf(S, c.HD), "rope_sin.3")
         params, moments = {}, {}
         shapes = {"table": (F32, (c.VL, D // c.fsdp)), "final_norm": (F32, (c.DT,))}
+        if not c.tied:  # logits_dense: [embed, vocab], embed over 'fsdp', vocab over 'tensor'
+            shapes["logits"] = (F32, (D // c.fsdp, c.VL))
         for name, dims, kind in c.weights():
             shapes[name] = (F32, (L,) + c.shard(dims, kind))
         for name, shape in shapes.items():
@@ -544,28 +604,60 @@ class Step:
         layer_names = [name for name, _, _ in c.weights()]
         kinds = {name: kind for name, _, kind in c.weights()}
 
-        # embedding (tied table, vocabulary over 'tensor', embed over 'fsdp')
+        # embedding (vocabulary over 'tensor', embed over 'fsdp'): the table is all-gathered over 'fsdp';
+        # use_iota_embed multiplies it by the one-hot tokens, otherwise the tokens' rows are gathered
         table = e.convert(params["table"], BF16)
         if c.fsdp > 1:
             table = self.all_gather_done(e, self.all_gather(e, table, 1, c.fsdp_groups, "fsdp", c.fsdp, "embedding"))
-        oh_tokens = self.one_hot(e, tokens)
-        x0 = self.tp_scatter(e, dot(e, oh_tokens, table, (B, S, D), (2,), (0,)), "embedding")
+        if c.iota_embed:
+            oh_tokens = self.one_hot(e, tokens)
+            x0 = self.tp_scatter(e, dot(e, oh_tokens, table, (B, S, D), (2,), (0,)), "embedding")
+        else:
+            ids = e.op("bitcast", (S32, (B, S, 1)), [tokens])
+            x0 = e.op("gather", bf(B, S, D), [table, ids], "offset_dims={2}, collapsed_slice_dims={0}, "
+                      f"start_index_map={{0}}, index_vector_dim=2, slice_sizes={{1,{D}}}")
+        if c.tied:
+            wlogits = None
+        else:
+            wlogits = e.convert(params["logits"], BF16)
+            if c.fsdp > 1:
+                wlogits = self.all_gather_done(e, self.all_gather(e, wlogits, 0, c.fsdp_groups, "fsdp", c.fsdp,
+                                                                  "logits weights"))
 
         # forward scan: save what the remat policy keeps for the backward
         keep = c.saved()
         nk = len(keep)
-        saved0 = [e.op("broadcast", (dt, (L,) + dims), [e.const("0", dt, ())], "dimensions={}") for _, (dt, dims) in keep]
+        saved0 = [e.op("broadcast", (dt, (L,) + dims), [e.const("0", dt, ())], "dimensions={}")
+                  for _, (dt, dims), _ in keep]
+
+        offloaded = {n for n, _, where in keep if where == "offload"}
+
+        class Offloading(dict):
+            """XLA's activation offloading: each offloaded value starts its DMA into host memory
+            (MoveToHost) as soon as it is made, so the transfer overlaps the rest of the layer."""
+
+            def __init__(self, f):
+                super().__init__()
+                self.f, self.host = f, {}
+
+            def __setitem__(self, name, val):
+                super().__setitem__(name, val)
+                if name in offloaded and name not in self.host:
+                    self.host[name] = self.f.op("custom-call", val.shape, [val], 'custom_call_target="MoveToHost"')
 
         def fwd_body(f, v):
             i, x, saved = v[0], v[1], v[2:2 + nk]
             stacks = dict(zip(layer_names, v[2 + nk:2 + nk + len(layer_names)]))
             self.cos, self.sin = v[-2], v[-1]
-            y, s = self.layer_fwd(f, x, self.layer_weights(f, stacks, i))
-            return [y] + [self.store(f, st, s[n], i) for (n, _), st in zip(keep, saved)] + v[2 + nk:]
+            s = Offloading(f)
+            y, _ = self.layer_fwd(f, x, self.layer_weights(f, stacks, i), values=s)
+            return [y] + [self.store(f, st, s.host[n] if where == "offload" else s[n], i)
+                          for (n, _, where), st in zip(keep, saved)] + v[2 + nk:]
         zero = e.const("0", S32, ())
-        what = "its input (full remat)" if c.remat == "full" else "its input and projections (minimal remat)"
+        what = ", ".join(f"{n}{' (offloaded to host memory)' if where == 'offload' else ''}" for n, _, where in keep)
         out = self.loop(e, "forward", L, [zero, x0] + saved0 + [params[n] for n in layer_names] + [cos, sin],
-                        fwd_body, f"Forward scan over the {L} layers: each layer saves {what}.")
+                        fwd_body, f"Forward scan over the {L} layers: each layer saves {what} "
+                        f"({c.remat} remat).")
         xL, saved = out[1], out[2:2 + nk]
 
         # final norm, logits (tied), loss
@@ -573,10 +665,16 @@ class Step:
         fnorm = e.convert(params["final_norm"], BF16)
         xn, ss = self.norm_fwd(e, xL, fnorm, "final RMSNorm")
         xg = self.tp_gather(e, xn, "final norm output")
-        logits = dot(e, xg, table, (B, S, c.VL), (2,), (1,))
-        loss, dlogits = self.loss(e, logits, labels)
-        d_table = dot(e, dlogits, xg, (c.VL, D), (0, 1), (0, 1))
-        dxn = self.tp_scatter(e, dot(e, dlogits, table, (B, S, D), (2,), (0,)), "logits input gradient")
+        if c.tied:
+            logits = dot(e, xg, table, (B, S, c.VL), (2,), (1,))
+            loss, dlogits = self.loss(e, logits, labels)
+            d_table = dot(e, dlogits, xg, (c.VL, D), (0, 1), (0, 1))
+            dxn = self.tp_scatter(e, dot(e, dlogits, table, (B, S, D), (2,), (0,)), "logits input gradient")
+        else:
+            logits = dot(e, xg, wlogits, (B, S, c.VL), (2,), (0,))
+            loss, dlogits = self.loss(e, logits, labels)
+            d_logits = dot(e, xg, dlogits, (D, c.VL), (0, 1), (0, 1))
+            dxn = self.tp_scatter(e, dot(e, dlogits, wlogits, (B, S, D), (2,), (1,)), "logits input gradient")
         dxL, g_fnorm = self.norm_bwd(e, None, dxn, xL, ss, fnorm, "final RMSNorm")
 
         # backward scan (reverse), recomputing each layer's forward from its saved input
@@ -590,15 +688,15 @@ class Step:
             self.cos, self.sin = v[2 + nk + nl], v[3 + nk + nl]
             gstacks = v[4 + nk + nl:]
             idx = f.sub(f.const(str(L - 1), S32, ()), i)
-            got = {n: self.layer_slice(f, st, idx) for (n, _), st in zip(keep, saved_v)}
+            got = {n: self.fetch(f, st, idx) if where == "offload" else self.layer_slice(f, st, idx)
+                   for (n, _, where), st in zip(keep, saved_v)}
             W = self.layer_weights(f, stacks, idx)
-            _, s = self.layer_fwd(f, got["x"], W, got if c.remat == "minimal" else None, recompute=True)
+            _, s = self.layer_fwd(f, got["x"], W, got, recompute=True)
             dx, g = self.layer_bwd(f, dy, s, W)
             new = [self.store(f, gs, self.reduce_grad(f, n, kinds[n], g[n], f"{n} gradient (per layer)"), idx)
                    for n, gs in zip(layer_names, gstacks)]
             return [dx] + v[2:4 + nk + nl] + new
-        again = "the layer's forward from its saved input (full remat)" if c.remat == "full" else \
-            "the layer's norms, RoPE, attention and activation around its saved projections (minimal remat)"
+        again = f"the layer's forward up to its MLP activation around what it saved ({c.remat} remat)"
         out = self.loop(e, "backward", L, [zero, dxL] + saved + [params[n] for n in layer_names] + [cos, sin] + grads0,
                         bwd_body, f"Backward scan over the {L} layers in reverse: recompute {again}, then its "
                         "backward; gradients reduce-scattered.")
@@ -607,9 +705,21 @@ class Step:
 
         # embedding backward, table and final-norm gradients
         dx0g = self.tp_gather(e, dx0, "embedding gradient")
-        d_table = m.fusion(e, "kOutput", "dot_add_fusion", [oh_tokens, dx0g, d_table],
-                           lambda f, p: f.add(dot(f, p[0], p[1], (c.VL, D), (0, 1), (0, 1)), p[2]), None)
-        grads["table"] = self.reduce_grad(e, "table", "row", d_table, "embedding table gradient")
+        if c.iota_embed:
+            d_emb = dot(e, oh_tokens, dx0g, (c.VL, D), (0, 1), (0, 1))
+        else:  # the gather's gradient: the rows scatter-added into a zero table
+            zeros = e.op("broadcast", bf(c.VL, D), [e.const("0", BF16, ())], "dimensions={}")
+            d_emb = e.op("scatter", bf(c.VL, D), [zeros, ids, dx0g], "update_window_dims={2}, "
+                         "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, "
+                         "to_apply=%add")
+        if c.tied:
+            d_emb = m.fusion(e, "kLoop", "loop_add_fusion", [d_emb, d_table], lambda f, p: f.add(p[0], p[1]), None) \
+                if not c.iota_embed else \
+                m.fusion(e, "kOutput", "dot_add_fusion", [oh_tokens, dx0g, d_table],
+                         lambda f, p: f.add(dot(f, p[0], p[1], (c.VL, D), (0, 1), (0, 1)), p[2]), None)
+        else:
+            grads["logits"] = self.reduce_grad(e, "logits", "col", d_logits, "logits weight gradient")
+        grads["table"] = self.reduce_grad(e, "table", "row", d_emb, "embedding table gradient")
         grads["final_norm"] = self.reduce_grad(e, "final_norm", "norm", g_fnorm, "final norm gradient")
 
         # AdamW on every local shard

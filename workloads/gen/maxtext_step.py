@@ -20,12 +20,21 @@ MaxText's formula leaves them out.
 The step time of a TFLOP/s/chip row is this TFLOP count over the published
 TFLOP/s/chip figure.
 
-Only rows whose model_spec states the dimensions ("MaxText default decoder,
+A row's model is either stated ("MaxText default decoder,
 global_parameter_scale=N: emb=..,heads=..,head_dim=..,mlp=.. (act),layers=..,
-vocab=..") are parsed; rows naming a MaxText model config (llama*, gpt3,
-mistral, mixtral, gemma3) need that config's numbers first and are reported
-as unsupported. The MaxText default decoder has no GQA (kv_heads = heads) and
-one MLP activation (relu: two MLP matrices, wi and wo).
+vocab=..": no GQA, one MLP activation, relu: two MLP matrices wi and wo, the
+iota embedding tied to the logits) or named ("MaxText model_name=llama3.1-8b"):
+MODEL_CONFIGS holds the named decoders' dimensions, copied from MaxText's
+configs/models/<name>.yml (LLaMA-style: GQA, SwiGLU MLP of three matrices,
+separate embedding and logits weights, the embedding a gather). gpt3, gemma3
+and mixtral configs are other decoder blocks (LayerNorm and learned positions,
+local/global attention, mixture of experts) and are reported as unsupported.
+
+The remat policy is MaxText's: a named policy (full, minimal,
+qkv_proj_offloaded, ...) or `custom` with per-tensor choices (the remat
+column: "custom: decoder_layer_input=offload,query_proj=offload,...");
+`offload` keeps the tensor in host memory (MoveToHost in the forward scan,
+MoveToDevice in the backward).
 
     maxtext_step.py CSV --tflops              per row: TFLOP/device and the implied step time
     maxtext_step.py CSV --emit ROW -o F.hlo   the step of data row ROW (0-based)
@@ -42,8 +51,36 @@ def read_rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+# MaxText's named decoder configs (base_emb_dim, base_num_query_heads, base_num_kv_heads, head_dim,
+# base_mlp_dim, mlp_activations, base_num_decoder_layers, vocab_size, logits_via_embedding), copied from
+# AI-Hypercomputer/maxtext MaxText/configs/models/<name>.yml (llama3.1-8b, llama3.1-70b @0ed7bd529b9d,
+# llama2-70b @0b7d1ee442c5, mistral-7b @05dc58b2166a; the dimensions are the same at the recipes' tags).
+# All use the llama2 decoder block (RMSNorm, RoPE, SwiGLU: silu and linear, three MLP matrices) and
+# use_iota_embed False (base.yml): the embedding is a gather.
+MODEL_CONFIGS = {
+    "llama3.1-8b": dict(emb=4096, heads=32, kv_heads=8, head_dim=128, mlp=14336, layers=32, vocab=128256),
+    "llama3.1-70b": dict(emb=8192, heads=64, kv_heads=8, head_dim=128, mlp=28672, layers=80, vocab=128256),
+    "llama2-70b": dict(emb=8192, heads=64, kv_heads=8, head_dim=128, mlp=28672, layers=80, vocab=32000),
+    "mistral-7b": dict(emb=4096, heads=32, kv_heads=8, head_dim=128, mlp=14336, layers=32, vocab=32000),
+}
+for _d in MODEL_CONFIGS.values():
+    _d.update(mlp_matrices=3, tied=False, iota_embed=False)
+UNSUPPORTED_CONFIGS = {"gpt3": "the gpt3 decoder block (LayerNorm, learned positions, fused QKV) is not generated",
+                       "gemma3": "gemma3's local/global attention layers are not generated",
+                       "mixtral": "mixture-of-experts layers are not generated"}
+
+
+def config_name(spec):
+    """The MaxText model_name a model_spec names, or None."""
+    m = re.search(r"model_name=([\w.\-]+)", spec)
+    return m.group(1) if m else None
+
+
 def parse_spec(spec):
-    """Decoder dimensions from a model_spec, or None if it names a config."""
+    """Decoder dimensions from a model_spec (stated, or a config of MODEL_CONFIGS), or None."""
+    name = config_name(spec)
+    if name is not None:
+        return dict(MODEL_CONFIGS[name]) if name in MODEL_CONFIGS else None
     m = re.search(r"emb=(\d+),heads=(\d+),head_dim=(\d+),mlp=(\d+) \((\w+)\),layers=(\d+),vocab=(\d+)", spec)
     if not m:
         return None
@@ -77,9 +114,15 @@ def mesh(row):
         m = re.search(name + r"(?:_parallelism)?=(-?\d+)", row["parallelism"])
         return int(m.group(1)) if m else default
     tensor = axis("ici_tensor", 1)
+    # fsdp_transpose shards the weights' other dimension over its devices (the batch too): the same
+    # per-layer all-gathers and reduce-scatters, so it counts as fsdp here.
+    transpose = axis("ici_fsdp_transpose", 1)
     fsdp = axis("ici_fsdp", -1)
+    if transpose == -1:
+        transpose = per_slice // (tensor * fsdp)
     if fsdp == -1:
-        fsdp = per_slice // tensor
+        fsdp = per_slice // (tensor * transpose)
+    fsdp *= transpose
     if fsdp * tensor != per_slice:
         raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} chips per slice")
     return fsdp, tensor, slices
@@ -88,12 +131,18 @@ def mesh(row):
 def supported(row):
     """None when --emit can write the row's step, else why not."""
     if parse_spec(row["model_spec"]) is None:
-        return "model_spec names a MaxText model config (dimensions not stated)"
-    if remat_policy(row) not in ("full", "minimal"):
-        return f"remat policy '{remat_policy(row)}' (full and minimal are generated)"
+        name = config_name(row["model_spec"]) or "?"
+        why = next((w for k, w in UNSUPPORTED_CONFIGS.items() if name.startswith(k)), None)
+        return f"model {name}: {why}" if why else f"model {name}: its dimensions are not in MODEL_CONFIGS"
     if row["precision"] != "bf16":
         return f"precision {row['precision']}"
+    if row["chip"] == "v7":
+        return "a TPU7x chip is two devices (one per TensorCore die); per-device programs are not generated yet"
+    if re.search(r"dcn_fsdp(?:_parallelism)?=(\d+)", row["parallelism"]):
+        return "FSDP over DCN is not generated (only 'data' over DCN)"
     try:
+        import maxtext_hlo  # beside this script
+        maxtext_hlo.remat_plan(*remat(row))
         fsdp, tensor, _ = mesh(row)
         if float(row["per_device_batch"]) * tensor < 1:
             return "fractional per-device batch"
@@ -105,6 +154,18 @@ def supported(row):
 def remat_policy(row):
     """The row's MaxText remat_policy (the first word of its remat column)."""
     return row["remat"].split(":")[0].split()[0].strip()
+
+
+def remat(row):
+    """(policy, {checkpoint name: device|offload|remat} of a custom policy, else None)."""
+    policy = remat_policy(row)
+    if policy != "custom":
+        return policy, None
+    choices = {}
+    for item in row["remat"].split(":", 1)[1].split(","):
+        name, _, where = item.strip().partition("=")
+        choices[name.strip()] = where.strip()
+    return policy, choices
 
 
 def run_args(row):
@@ -130,7 +191,7 @@ def main():
     for i, r in enumerate(rows):
         d = parse_spec(r["model_spec"])
         if d is None:
-            print(f"{i}\t{r['model']}\tunsupported: model_spec names a MaxText config")
+            print(f"{i}\t{r['model']}\tunsupported: {supported(r)}")
             continue
         tf = per_device_tflop(d, float(r["per_device_batch"]), int(r["seq_len"]))
         step = tf / float(r["measured"]) if r["unit"] == "TFLOP/s/chip" else float(r["measured"])
@@ -154,7 +215,7 @@ def emit_row(rows, a):
     fsdp, tensor, slices = mesh(r)
     d = parse_spec(r["model_spec"])
     text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices,
-                                  remat_policy(r))
+                                  remat(r))
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
             f"(fsdp {fsdp} x tensor {tensor} x {slices} slice(s)), per-device batch {step.c.B} x seq {step.c.S}, "
             f"{remat_policy(r)} remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
