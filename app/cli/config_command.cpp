@@ -250,7 +250,24 @@ std::string config_reference_markdown() {
        "- peak FLOP/s per dtype = tensorcores x core.mxu.count x rows x cols x 2 x clock x core.mxu.rate.<dtype>\n"
        "- HBM bytes/s = hbm.bandwidth; ICI bytes/s per chip = ici.links x ici.link_bandwidth x 2 (both directions)\n"
        "- critical arithmetic intensity = bf16 peak / HBM bytes/s (FLOP per byte)\n"
-       "- VPU FLOP/s = tensorcores x sublanes x lanes x alus_per_lane x clock\n";
+       "- VPU FLOP/s = tensorcores x sublanes x lanes x alus_per_lane x clock\n"
+       "\n## Fitted efficiencies in the presets\n\n"
+       "`hbm.efficiency` and `ici.link_efficiency` stay at their nominal 1 in a preset unless the chip has at\n"
+       "least two calibration rows of measured TPU data for the key (`tests/validation/refs/hw/`); the fitted\n"
+       "value's comment in the preset gives the rows and the fit, `docs/validation.md` the error on the\n"
+       "validation rows. Presets with a fitted value (read from the presets themselves):\n\n";
+  // Listed from the embedded presets, so this section cannot disagree with them.
+  for (const PresetText& preset : builtin_presets()) {
+    const auto loaded = load_config(preset.name);
+    if (!loaded.ok()) continue;
+    const ChipConfig& c = loaded->chip;
+    if (c.hbm.efficiency != 1.0) {
+      s += fmt::format("- {}: `hbm.efficiency` = {:g} (`{}`)\n", preset.name, c.hbm.efficiency, preset.path);
+    }
+    if (c.ici.link_efficiency != 1.0) {
+      s += fmt::format("- {}: `ici.link_efficiency` = {:g} (`{}`)\n", preset.name, c.ici.link_efficiency, preset.path);
+    }
+  }
   return s;
 }
 

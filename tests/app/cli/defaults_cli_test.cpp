@@ -104,16 +104,19 @@ TEST(CliDefaults, V7RunIsNeverFasterThanItsPerDeviceBound) {
 
 TEST(CliDefaults, V7DeviceStreamsAtItsChipletsHbm) {
   // f32[8192,8192] negated: 256 MiB read + 256 MiB written through one
-  // TensorCore's HBM, 7380 GB/s / 2 = 3690 GB/s: 145.5 us at least (on the
-  // whole chip's HBM it would be 72.7 us); the report's HBM peak is the device's.
+  // TensorCore's HBM, 7380 GB/s / 2 = 3690 GB/s nominal: a 145.5 us bound (on
+  // the whole chip's HBM it would be 72.7 us); the report's HBM peak is the
+  // device's. The v7 preset's hbm.efficiency = 0.87 (fitted on measured copies)
+  // makes a long stream run at 3690 x 0.87 = 3210.3 GB/s: 167.2 us.
   const std::string path = write_temp("neg.hlo", "HloModule m\nENTRY e {\n  a = f32[8192,8192] parameter(0)\n"
                                                   "  ROOT n = f32[8192,8192] negate(a)\n}\n");
   const auto r = binary("run " + path + " --chip v7 --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const double bytes = 2.0 * 8192 * 8192 * 4;
-  EXPECT_GE(j["step_time_s"].get<double>(), bytes / 3690e9);
-  EXPECT_LE(j["step_time_s"].get<double>(), 1.05 * bytes / 3690e9);
+  const double stream = 3690e9 * 0.87;
+  EXPECT_GE(j["step_time_s"].get<double>(), bytes / stream);
+  EXPECT_LE(j["step_time_s"].get<double>(), 1.05 * bytes / stream);
   EXPECT_NEAR(j["bound_time_s"].get<double>(), bytes / 3690e9, 1e-3 * bytes / 3690e9);
 }
 
