@@ -58,6 +58,12 @@ class MaxTextStep(unittest.TestCase):
             maxtext_hlo.remat_plan("custom", {"query_projection": "offload"})
         with self.assertRaises(ValueError):
             maxtext_hlo.remat_plan("save_everything")
+        # gpt3-175b (configs/models/gpt3-175b.yml): MHA, gelu, the iota embedding tied to the logits, no RoPE
+        gpt3 = next(r for r in self.rows if r["model"] == "gpt3-175b")
+        d = self.m.parse_spec(gpt3["model_spec"])
+        self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["mlp"], d["layers"], d["vocab"], d["activation"]),
+                         (12288, 96, 96, 49152, 96, 50304, "gelu"))
+        self.assertIsNone(self.m.supported(gpt3))
         # the rows it cannot generate say why
         why = {r["model"]: self.m.supported(r) for r in self.rows if self.m.supported(r)}
         self.assertIn("mixture-of-experts", why["mixtral-8x7b"])

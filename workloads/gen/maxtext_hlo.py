@@ -121,7 +121,11 @@ class Config:
         self.iota_embed = dims.get("iota_embed", True)  # use_iota_embed: one-hot dot, else a gather
         self.L, self.D, self.H, self.KV = dims["layers"], dims["emb"], dims["heads"], dims["kv_heads"]
         self.HD, self.F, self.V = dims["head_dim"], dims["mlp"], dims["vocab"]
-        self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else relu(x.wi)
+        self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else act(x.wi)
+        self.act = dims.get("activation", "relu")  # of a one-matrix MLP: relu or gelu (tanh form)
+        if self.act not in ("relu", "gelu"):
+            raise ValueError(f"MLP activation '{self.act}': relu or gelu")
+        self.use_rope = dims.get("rope", True)  # gpt3: learned positions, no RoPE
         self.fsdp, self.tp, self.slices = fsdp, tensor, slices
         self.S = seq
         batch = per_device_batch * tensor
@@ -349,6 +353,19 @@ class Step:
         g = self.m.fusion(e, "kInput", "input_reduce_fusion", [dn_out, x, ss], wgrad, None)
         return out, g
 
+    @staticmethod
+    def gelu(f, x):
+        """(gelu(x), gelu'(x)) of f32 x, the tanh form (flax's nn.gelu default):
+        0.5 x (1 + t), t = tanh(a (x + b x^3)); gelu' = 0.5 (1 + t) + 0.5 x (1 - t^2) a (1 + 3 b x^2)."""
+        a, b = math.sqrt(2 / math.pi), 0.044715
+        cst = lambda v: f.const(repr(v), F32, x.dims)  # noqa: E731
+        x2 = f.mul(x, x)
+        t = f.un("tanh", f.mul(cst(a), f.mul(x, f.add(cst(1.0), f.mul(cst(b), x2)))))
+        half1t = f.mul(cst(0.5), f.add(cst(1.0), t))
+        value = f.mul(x, half1t)
+        slope = f.mul(f.mul(cst(0.5 * a), x), f.mul(f.sub(cst(1.0), f.mul(t, t)), f.add(cst(1.0), f.mul(cst(3 * b), x2))))
+        return value, f.add(half1t, slope)
+
     def rope(self, e, v, heads, backward=False):
         """RoPE (rotate-half) on [B,S,heads*HD] (forward) or its adjoint on [B,S,heads,HD]."""
         c = self.c
@@ -400,7 +417,10 @@ class Step:
         k = saved.get("k_proj") or dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
         v = saved.get("v_proj") or dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
         s["q_proj"], s["k_proj"], s["v_proj"] = q, k, v
-        s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
+        if c.use_rope:
+            s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
+        else:
+            s["q"], s["k"] = e.op("bitcast", bf(B, S, c.HL, c.HD), [q]), e.op("bitcast", bf(B, S, c.KVL, c.HD), [k])
         s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
         fa = self.flash(e, [s["q"], s["k"], s["v"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
@@ -422,8 +442,12 @@ class Step:
             s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
         else:
             s["pre"] = saved.get("pre") or dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
-            s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
-                              lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
+            if c.act == "gelu":
+                s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["pre"]],
+                                  lambda f, p: f.convert(self.gelu(f, f.convert(p[0], F32))[0], BF16), None)
+            else:
+                s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
+                                  lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
         if recompute:
             return None, s
         mlp = self.tp_scatter(e, dot(e, s["u"], W["wo_mlp"], (B, S, D), (2,), (0,)), "MLP output")
@@ -460,7 +484,12 @@ class Step:
             def relu_bwd(f, p):
                 pos = f.op("compare", (PRED, p[1].dims), [p[1], f.const("0", BF16, p[1].dims)], "direction=GT")
                 return f.op("select", p[0].shape, [pos, p[0], f.const("0", BF16, p[0].dims)])
-            dpre = m.fusion(e, "kLoop", "loop_select_fusion", [du, s["pre"]], relu_bwd, None)
+
+            def gelu_bwd(f, p):
+                _, grad = self.gelu(f, f.convert(p[1], F32))
+                return f.convert(f.mul(f.convert(p[0], F32), grad), BF16)
+            dpre = m.fusion(e, "kLoop", "loop_select_fusion" if c.act == "relu" else "loop_multiply_fusion",
+                            [du, s["pre"]], relu_bwd if c.act == "relu" else gelu_bwd, None)
             g["wi"] = dot(e, s["hg"], dpre, (D, c.FL), (0, 1), (0, 1))
             dhn = dot(e, dpre, W["wi"], (B, S, D), (2,), (1,))
         dhn = self.tp_scatter(e, dhn, "MLP input gradient")
@@ -474,8 +503,10 @@ class Step:
         dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
         dk = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=1")
         dv = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=2")
-        d3 = {"wq": e.op("bitcast", bf(B, S, c.HL * c.HD), [self.rope(e, dq, c.HL, backward=True)]),
-              "wk": e.op("bitcast", bf(B, S, c.KVL * c.HD), [self.rope(e, dk, c.KVL, backward=True)]),
+        if c.use_rope:
+            dq, dk = self.rope(e, dq, c.HL, backward=True), self.rope(e, dk, c.KVL, backward=True)
+        d3 = {"wq": e.op("bitcast", bf(B, S, c.HL * c.HD), [dq]),
+              "wk": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dk]),
               "wv": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dv])}
         for name, dval in d3.items():
             g[name] = dot(e, s["xg"], dval, (D, dval.dims[2]), (0, 1), (0, 1))

@@ -65,8 +65,13 @@ MODEL_CONFIGS = {
 }
 for _d in MODEL_CONFIGS.values():
     _d.update(mlp_matrices=3, tied=False, iota_embed=False)
-UNSUPPORTED_CONFIGS = {"gpt3": "the gpt3 decoder block (LayerNorm, learned positions, fused QKV) is not generated",
-                       "gemma3": "gemma3's local/global attention layers are not generated",
+# gpt3-175b (configs/models/gpt3-175b.yml @05cc075ebe28, decoder_block gpt3): MHA, one gelu MLP matrix
+# pair, use_iota_embed and logits_via_embedding True, fused QKV (the same products as separate Q, K, V),
+# LayerNorm and learned position embeddings instead of RMSNorm and RoPE: generated with RMSNorm (one
+# reduction per norm where LayerNorm has two) and without the position table's add (elementwise, small).
+MODEL_CONFIGS["gpt3-175b"] = dict(emb=12288, heads=96, kv_heads=96, head_dim=128, mlp=49152, layers=96, vocab=50304,
+                                  mlp_matrices=2, activation="gelu", rope=False, tied=True, iota_embed=True)
+UNSUPPORTED_CONFIGS = {"gemma3": "gemma3's local/global attention layers are not generated",
                        "mixtral": "mixture-of-experts layers are not generated"}
 
 
