@@ -17,6 +17,7 @@ Writes JSON (one object per row, skipped rows with the reason) for
 scripts/validation_report.py.
 
 usage: validate_train.py TPUSIM [--rows 6,12] [--quick] [-o out/validate_train.json]
+       validate_train.py --combine A.json B.json [-o out/validate_train.json]
 """
 import argparse
 import json
@@ -73,13 +74,20 @@ def quick_rows(rows):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("tpusim")
+    p.add_argument("tpusim", nargs="?", help="the tpusim binary (not needed with --combine)")
     p.add_argument("--rows", help="comma-separated data-row indices (0-based; default: every generated row)")
     p.add_argument("--quick", action="store_true", help="only the cheapest generated validation row (CI)")
     p.add_argument("--csv", default=CSV)
+    p.add_argument("--combine", nargs="+", metavar="JSON",
+                   help="write one report from earlier runs' outputs (runs of different rows, e.g. in parallel): "
+                        "their simulated rows, the others' reasons as of now; simulates nothing")
     p.add_argument("-o", "--output", default="-")
     a = p.parse_args()
     rows = maxtext_step.read_rows(a.csv)
+    if a.combine:
+        return write(combine(rows, a.combine), a.output)
+    if not a.tpusim:
+        p.error("the tpusim binary is required (unless --combine)")
     if a.rows:
         try:
             chosen = [int(x) for x in a.rows.split(",")]
@@ -112,11 +120,36 @@ def main():
                 sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
                                  f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
             results.append(entry)
+    return write(results, a.output)
+
+
+def combine(rows, paths):
+    """Rows simulated in any of the runs at `paths` (the last run wins), the other CSV rows skipped
+    with the reason supported() gives now (or as not simulated)."""
+    done = {}
+    for path in paths:
+        with open(path) as f:
+            for entry in json.load(f)["rows"]:
+                if "skipped" not in entry:
+                    done[entry["row"]] = entry
+    results = []
+    for i, r in enumerate(rows):
+        if i in done:
+            results.append(done[i])
+            continue
+        entry = {"row": i, "chip": r["chip"], "model": r["model"], "slice": r["slice"], "split": r["split"],
+                 "precision": r["precision"], "num_slices": int(r["num_slices"]), "source": r["source"]}
+        entry["skipped"] = maxtext_step.supported(r) or "generated, not simulated in the combined runs"
+        results.append(entry)
+    return results
+
+
+def write(results, output):
     text = json.dumps({"rows": results}, indent=1) + "\n"
-    if a.output == "-":
+    if output == "-":
         sys.stdout.write(text)
     else:
-        with open(a.output, "w") as f:
+        with open(output, "w") as f:
             f.write(text)
     return 0
 
