@@ -695,7 +695,7 @@ class Converter {
     std::string hlo_name(op.name.substr(op.name.find('.') + 1));
     std::replace(hlo_name.begin(), hlo_name.end(), '_', '-');
     const auto code = hlo::opcode_from_name(hlo_name);
-    if (op.name.starts_with("stablehlo.") && code &&
+    if (op.name.starts_with("stablehlo.") && code && !has_spec_attributes(hlo_name) &&
         (hlo::opcode_is_elementwise(*code) || hlo_name == "reshape" || hlo_name == "convert" ||
          hlo_name == "bitcast-convert" || hlo_name == "tuple" || hlo_name == "reverse" || hlo_name == "clamp")) {
       if (hlo_name == "reverse") return reverse(op, s);
@@ -815,7 +815,10 @@ class Converter {
     return emit(op, s, shape, opcode, arg_names, attrs);
   }
   bool convolution(const Op& op, Scope& s) {
-    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "convolution");  // printed from HLO
+    // Printed by an earlier `tpusim convert`: the window and labels as `hlo.*` text.
+    for (const AttrEntry& e : attr_entries(op.tokens)) {
+      if (e.name == "hlo.dim_labels") return generic(op, s, "convolution");
+    }
     // The kernel's type: the second operand type of `: (lhs, rhs) -> result`.
     std::size_t colon = 0;
     int depth = 0;

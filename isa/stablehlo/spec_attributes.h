@@ -1,6 +1,7 @@
 // The StableHLO specification's attributes of ops that convert.cpp reads
 // through one table (pad, dynamic_slice, gather, scatter, sort, the
-// collectives, reduce_window, select_and_scatter), as HLO attribute text:
+// collectives, reduce_window, select_and_scatter, reduce_precision,
+// batch_norm_*, cholesky, triangular_solve, fft), as HLO attribute text:
 // `edge_padding_low = array<i64: 0, 1>, ...` -> `, padding=0_2_0x1_3_0`.
 #pragma once
 
@@ -13,6 +14,10 @@
 
 namespace tpusim::stablehlo {
 
+// The collectives whose specification attributes the table reads
+// (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+// collective-broadcast).
+bool is_spec_collective(std::string_view hlo_opcode);
 // True when `hlo_opcode` has a row in the table.
 bool has_spec_attributes(std::string_view hlo_opcode);
 // True when `name` is a top-level attribute of that op the table reads.
