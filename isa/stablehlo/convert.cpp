@@ -39,6 +39,7 @@ struct Scope {
   std::vector<Value> params;
   std::string root;  // set by the return op
   std::vector<Token> extra_returns;  // values the return op also returns (a while body's captures)
+  const Scope* parent = nullptr;  // the enclosing computation's scope (null for a function)
   // Captured constants re-created in this computation: the MLIR name and
   // the constant's HLO text after its name (`s32[] constant(10)`).
   std::vector<std::pair<Token, std::string>> constants;
@@ -514,7 +515,7 @@ class Converter {
     if (!ints(op, "dimensions", dims)) return fail(op.at, "reduce needs 'dimensions = [...]'");
     std::string body;
     if (op.regions.size() == 1) {
-      if (!region(op.regions[0], s, body)) return false;
+      if (!region(op.regions[0], s, body, {}, op)) return false;
     } else if (!applies(op, s, body)) {
       return false;
     }
@@ -618,6 +619,7 @@ class Converter {
                     std::vector<Token> extra_returns = {}, const std::vector<std::pair<Token, std::string>>& constants = {}) {
     if (iter.empty()) iter = r.args;
     Scope s;
+    s.parent = &outer;
     s.extra_returns = std::move(extra_returns);
     for (const auto& [tok, text] : constants) {
       const std::string n = fmt::format("{}.{}", fmt::format("{}.region{}", outer.prefix, regions_), sanitize(tok.text.substr(1)));
@@ -635,11 +637,40 @@ class Converter {
     }
     return body(r, s, false, name);
   }
+  // A value of an enclosing scope used inside a region that is not a while,
+  // if or case (a reduce, sort, scatter, reduce_window, select_and_scatter,
+  // all_reduce, ... body): XLA's conversion to HLO rejects it ("requires all
+  // operands to be defined in the parent region for export"); so do we, at
+  // the use. (In the printer's form of while/if/case, with block arguments
+  // for the loop tuple or the branch operands, captures are not converted either.)
+  bool no_captures(const Region& r, const Scope& outer, const Op& owner) {
+    std::set<std::string_view> defined;
+    std::vector<Token> caps;
+    captures(r, defined, caps);
+    for (const Token& c : caps) {
+      for (const Scope* sc = &outer; sc != nullptr; sc = sc->parent) {
+        if (!sc->values.contains(c.text)) continue;
+        if (owner.name.ends_with(".while") || owner.name.ends_with(".if") || owner.name.ends_with(".case")) {
+          return fail(c, fmt::format("'{}' is defined outside this '{}' region: implicit captures convert in JAX's form "
+                                     "(loop values as operands, branches without block arguments), not with a tuple "
+                                     "operand or branch operands",
+                                     c.text, owner.name));
+        }
+        return fail(c, fmt::format("'{}' is defined outside this '{}' region (an implicit capture): XLA converts values "
+                                   "captured by while, if and case regions only; pass it as an operand or define it "
+                                   "inside the region",
+                                   c.text, owner.name));
+      }
+    }
+    return true;
+  }
   // A region with scalar (or tensor) block arguments as parameters (reduce bodies).
   // `from`: values the block arguments stand for (a fusion's operands, a
   // while's tuple): an argument of their type takes their layout.
-  bool region(const Region& r, Scope& outer, std::string& name, const std::vector<Value>& from = {}) {
+  bool region(const Region& r, Scope& outer, std::string& name, const std::vector<Value>& from, const Op& owner) {
+    if (!no_captures(r, outer, owner)) return false;
     Scope s;
+    s.parent = &outer;
     s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
     if (!parameters(r.args, s, from)) return false;
     return body(r, s, false, name);
@@ -801,7 +832,7 @@ class Converter {
       std::vector<Value> from = args;
       if (opcode == "conditional") from = i + 1 < args.size() ? std::vector<Value>{args[i + 1]} : std::vector<Value>{};
       std::string name;
-      if (!region(op.regions[i], s, name, from)) return false;
+      if (!region(op.regions[i], s, name, from, op)) return false;
       comps.push_back("%" + name);
     }
     if (!names.is_list && comps.size() > names.names.size()) return fail(op.at, fmt::format("'{}' has too many regions", op.name));
