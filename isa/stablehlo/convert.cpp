@@ -10,6 +10,7 @@
 #include "isa/hlo/element_type.h"
 #include "isa/hlo/opcode.h"
 #include "isa/stablehlo/attributes.h"
+#include "isa/stablehlo/chlo.h"
 #include "isa/stablehlo/names.h"
 #include "isa/stablehlo/spec_attributes.h"
 
@@ -733,6 +734,7 @@ class Converter {
       return elementwise(op, s);
     }
     if (op.name.starts_with("chlo.broadcast_")) return chlo_broadcast(op, s);
+    if (is_expanded_chlo(op.name)) return chlo_expand(op, s);
     if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
     return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
   }
@@ -941,6 +943,26 @@ class Converter {
       return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
     }
     return emit(op, s, shape, opcode, names, attrs);
+  }
+  // chlo ops XLA expands into elementwise sequences (chlo.h).
+  bool chlo_expand(const Op& op, Scope& s) {
+    std::vector<Value> args;
+    Shape shape;
+    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+    const std::string result = strip_layouts(shape.hlo);
+    std::vector<std::string> names;
+    for (const Value& a : args) {
+      if (strip_layouts(a.shape.hlo) != result) {
+        return fail(op.at, fmt::format("'{}': operand of type {} differs from the result's {}", op.name, a.shape.hlo, result));
+      }
+      names.push_back(a.name);
+    }
+    const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
+    ChloExpansion e;
+    std::string error;
+    if (!expand_chlo(op.name, names, result, fmt::format("{}.{}", s.prefix, base), e, error)) return fail(op.at, error);
+    for (std::string& l : e.lines) add_line(s, std::move(l), op.at);
+    return emit(op, s, shape, e.opcode, e.args, e.attrs);
   }
   bool rng_bit_generator(const Op& op, Scope& s) {
     if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "rng-bit-generator");  // printed from HLO
