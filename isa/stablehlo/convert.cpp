@@ -342,7 +342,7 @@ bool Converter::dot_general(const Op& op, Scope& s) {
   attrs += fmt::format(", lhs_contracting_dims={{{}}}", join(lc));
   if (!rb.empty()) attrs += fmt::format(", rhs_batch_dims={{{}}}", join(rb));
   attrs += fmt::format(", rhs_contracting_dims={{{}}}", join(rc));
-  return simple(op, s, "dot", attrs);
+  return simple(op, s, "dot", attrs + precision_attributes(op.tokens));
 }
 
 bool Converter::dot(const Op& op, Scope& s) {
@@ -350,7 +350,9 @@ bool Converter::dot(const Op& op, Scope& s) {
   const auto types = result_types(op, true);
   if (types.empty()) return fail(op.at, "dot needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
   const auto rank = static_cast<std::int64_t>(std::count(types[0].text.begin(), types[0].text.end(), 'x'));
-  return simple(op, s, "dot", fmt::format(", lhs_contracting_dims={{{}}}, rhs_contracting_dims={{0}}", std::max<std::int64_t>(rank - 1, 0)));
+  return simple(op, s, "dot",
+                fmt::format(", lhs_contracting_dims={{{}}}, rhs_contracting_dims={{0}}", std::max<std::int64_t>(rank - 1, 0)) +
+                    precision_attributes(op.tokens));
 }
 
 bool Converter::slice(const Op& op, Scope& s) {
@@ -399,7 +401,7 @@ bool Converter::custom_call(const Op& op, Scope& s) {
   std::string_view name = target->text.substr(1);
   if (target->kind == TokKind::kString) name = name.substr(0, name.size() - 1);
   if (name.starts_with("\"")) name = name.substr(1, name.size() - 2);
-  return simple(op, s, "custom-call", fmt::format(", custom_call_target=\"{}\"", name));
+  return simple(op, s, "custom-call", fmt::format(", custom_call_target=\"{}\"{}", name, api_version_attribute(op.tokens)));
 }
 
 bool Converter::call(const Op& op, Scope& s) {
@@ -525,11 +527,14 @@ bool Converter::convolution(const Op& op, Scope& s) {
   }
   std::string attrs, error;
   if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
-  return simple(op, s, "convolution", attrs);
+  return simple(op, s, "convolution", attrs + precision_attributes(op.tokens));
 }
 
 bool Converter::rng_bit_generator(const Op& op, Scope& s) {
-  if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "rng-bit-generator");  // printed from HLO
+  // Printed by an earlier `tpusim convert`: the algorithm as `hlo.*` text.
+  for (const AttrEntry& e : attr_entries(op.tokens)) {
+    if (e.name == "hlo.algorithm") return generic(op, s, "rng-bit-generator");
+  }
   const std::string algo = word_in(op, {"DEFAULT", "THREE_FRY", "PHILOX"});
   if (algo.empty()) return fail(op.at, "rng_bit_generator needs an algorithm (DEFAULT, THREE_FRY, PHILOX)");
   std::string lower = algo;

@@ -1,6 +1,7 @@
 #include "isa/stablehlo/print_attributes.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fmt/format.h>
 
@@ -163,6 +164,23 @@ class Collector {
     integer("feature_group_count", AttrId::kFeatureGroupCount, "i64");
     integer("batch_group_count", AttrId::kBatchGroupCount, "i64");
   }
+  // operand_precision={highest,highest} -> precision_config = [#stablehlo<precision HIGHEST>, ...].
+  void precision() {
+    const hlo::Attribute* a = inst_.attribute("operand_precision");
+    if (a == nullptr) return;
+    std::vector<std::string> parts;
+    std::string_view v = a->value;
+    while (!v.empty()) {
+      const auto begin = v.find_first_not_of("{}, ");
+      if (begin == std::string_view::npos) break;
+      const auto end = v.find_first_of("{}, ", begin);
+      std::string w(v.substr(begin, end - begin));
+      for (char& ch : w) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      parts.push_back(fmt::format("#stablehlo<precision {}>", w));
+      v = end == std::string_view::npos ? std::string_view() : v.substr(end);
+    }
+    add(fmt::format("precision_config = [{}]", fmt::join(parts, ", ")), {a->name});
+  }
   void collective(const hlo::Module& m) {
     const Opcode op = inst_.opcode();
     if (const auto* a = get(AttrId::kReplicaGroups)) {
@@ -235,7 +253,23 @@ SpecAttributes print_spec_attributes(const Instruction& inst, const hlo::Module&
       }
       c.boolean("is_stable", AttrId::kIsStable);
       break;
-    case Opcode::kConvolution: c.convolution(); break;
+    case Opcode::kConvolution:
+      c.convolution();
+      c.precision();
+      break;
+    case Opcode::kDot: c.precision(); break;
+    case Opcode::kCustomCall:
+      if (const auto* a = c.get(AttrId::kApiVersion); a != nullptr && api_version_number(a->value) > 0) {
+        c.add(fmt::format("api_version = {} : i32", api_version_number(a->value)), {a->name});
+      }
+      break;
+    case Opcode::kRngBitGenerator:
+      if (const auto* a = c.get(AttrId::kAlgorithm); a != nullptr && a->value.starts_with("rng_")) {
+        std::string w(a->value.substr(4));
+        for (char& ch : w) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        c.add(fmt::format("rng_algorithm = #stablehlo<rng_algorithm {}>", w), {a->name});
+      }
+      break;
     case Opcode::kReduceWindow: c.window(false, true); break;
     case Opcode::kSelectAndScatter: c.window(false, false); break;
     case Opcode::kReducePrecision:

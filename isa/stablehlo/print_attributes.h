@@ -20,7 +20,9 @@ struct SpecAttributes {
 // pad, dynamic-slice, gather, scatter, sort, convolution, reduce-window,
 // select-and-scatter, the collectives (all-reduce, all-gather,
 // reduce-scatter, all-to-all, collective-permute, collective-broadcast),
-// reduce-precision, batch-norm-*, cholesky, triangular-solve, fft; nothing
+// reduce-precision, batch-norm-*, cholesky, triangular-solve, fft, the
+// operand precisions of dot and convolution, a custom call's api_version,
+// rng-bit-generator's algorithm; nothing
 // for other ops. A value the specification cannot say (replica groups in
 // mesh form) is left uncovered.
 SpecAttributes print_spec_attributes(const hlo::Instruction& inst, const hlo::Module& module);

@@ -339,6 +339,41 @@ bool conv_attributes(const std::vector<Token>& toks, const std::vector<std::int6
   return true;
 }
 
+std::string precision_attributes(const std::vector<Token>& toks) {
+  std::size_t k = find(toks, "precision_config|precision");
+  if (k == std::string::npos) return "";
+  std::vector<std::string> words;
+  for (int depth = 0; k < toks.size(); ++k) {
+    if (is(toks[k], "[")) ++depth;
+    if (is(toks[k], "]") && --depth == 0) break;
+    for (const std::string_view w : {"DEFAULT", "HIGHEST", "HIGH"}) {
+      if (is(toks[k], w)) {
+        std::string lower(w);
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        words.push_back(lower);
+      }
+    }
+  }
+  return words.empty() ? "" : fmt::format(", operand_precision={{{}}}", fmt::join(words, ","));
+}
+
+// XLA's CustomCallApiVersion enum, in order.
+constexpr std::string_view kApiVersions[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                                             "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+
+std::string api_version_attribute(const std::vector<Token>& toks) {
+  const Ints v = ints_at(toks, find(toks, "api_version"));
+  if (v.size() != 1 || v[0] < 1 || v[0] >= static_cast<std::int64_t>(std::size(kApiVersions))) return "";
+  return fmt::format(", api_version={}", kApiVersions[v[0]]);
+}
+
+int api_version_number(std::string_view hlo_name) {
+  for (std::size_t i = 0; i < std::size(kApiVersions); ++i) {
+    if (kApiVersions[i] == hlo_name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 bool is_spec_collective(std::string_view hlo_opcode) { return is_collective(hlo_opcode); }
 
 bool has_spec_attributes(std::string_view hlo_opcode) {

@@ -26,6 +26,15 @@ bool is_spec_attribute(std::string_view hlo_opcode, std::string_view name);
 // cannot read, false with `error` set.
 bool spec_attributes(std::string_view hlo_opcode, const std::vector<Token>& toks, std::string& attrs, std::string& error);
 
+// dot_general, dot, convolution: `precision_config = [#stablehlo<precision
+// HIGHEST>, ...]` (pretty: `precision = [HIGHEST, ...]`) as
+// `, operand_precision={highest,...}`; "" without one.
+std::string precision_attributes(const std::vector<Token>& toks);
+// custom_call: `api_version = 4 : i32` as `, api_version=API_VERSION_TYPED_FFI`; "" without one.
+std::string api_version_attribute(const std::vector<Token>& toks);
+// The number of an HLO api_version name (API_VERSION_TYPED_FFI -> 4), -1 if unknown.
+int api_version_number(std::string_view hlo_name);
+
 // convolution: `dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` (or
 // `dimension_numbers = #stablehlo.conv<...>`), the window (pretty
 // `window = {stride = [..], pad = [[..]], lhs_dilate = [..], rhs_dilate = [..]}`

@@ -256,6 +256,40 @@ TEST(StableHloPrinter, WritesSpecificationAttributes) {
   EXPECT_EQ(attr(hlo::Opcode::kReducePrecision, hlo::AttrId::kMantissaBits), "10");
 }
 
+// Operand precisions, a custom call's API version and the RNG algorithm in
+// the specification's form, and back.
+TEST(StableHloPrinter, WritesPrecisionApiVersionAndRngAlgorithm) {
+  constexpr const char* text = R"(HloModule p
+
+ENTRY %main (a: f32[8,16], b: f32[16,4], s: u64[2]) -> (f32[8,4], f32[8,4], (u64[2], u32[8])) {
+  %a = f32[8,16] parameter(0)
+  %b = f32[16,4] parameter(1)
+  %s = u64[2] parameter(2)
+  %d = f32[8,4] dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,default}
+  %cc = f32[8,4] custom-call(%d), custom_call_target="my_ffi", api_version=API_VERSION_TYPED_FFI
+  %r = (u64[2], u32[8]) rng-bit-generator(%s), algorithm=rng_philox
+  ROOT %t = (f32[8,4], f32[8,4], (u64[2], u32[8])) tuple(%d, %cc, %r)
+}
+)";
+  const auto m = parse(text);
+  ASSERT_NE(m, nullptr);
+  const std::string mlir = print_stablehlo(*m);
+  for (const char* want : {"precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision DEFAULT>]",
+                           "api_version = 4 : i32", "rng_algorithm = #stablehlo<rng_algorithm PHILOX>"}) {
+    EXPECT_NE(mlir.find(want), std::string::npos) << want << "\n" << mlir;
+  }
+  for (const char* gone : {"hlo.operand_precision", "hlo.api_version", "hlo.algorithm"}) {
+    EXPECT_EQ(mlir.find(gone), std::string::npos) << gone << "\n" << mlir;
+  }
+  const auto back = round_trip(text);
+  ASSERT_TRUE(back.ok());
+  const hlo::Module& r = *back.modules.at(0).value();
+  expect_equal_totals(*m, r, "precision, api version, rng algorithm");
+  EXPECT_EQ(find(r, hlo::Opcode::kDot)->attribute("operand_precision")->value, "{highest,default}");
+  EXPECT_EQ(find(r, hlo::Opcode::kCustomCall)->attribute(hlo::AttrId::kApiVersion)->value, "API_VERSION_TYPED_FFI");
+  EXPECT_EQ(find(r, hlo::Opcode::kRngBitGenerator)->attribute(hlo::AttrId::kAlgorithm)->value, "rng_philox");
+}
+
 // A while with its trip count in the backend config, a pred conditional and a call.
 TEST(StableHloPrinter, RoundTripsControlFlow) {
   constexpr const char* text = R"(HloModule loops
