@@ -194,6 +194,93 @@ V erfc(Builder& b, const V& x) {  // |x| < 1 ? 1 - erf(x) : erfc(x)
   return b.sel(b.cmp("LT", b.un("abs", x), one), le_one, ge_one);
 }
 
+// f64 (Cephes): erfc for |x| >= 1 is exp(-x^2) P(|x|)/Q(|x|) below 8 and
+// exp(-x^2) R(|x|)/S(|x|) above, clamped and reflected as in f32; erf for
+// |x| < 1 is x T(x^2)/U(x^2).
+V erfc_ge_one_f64(Builder& b, const V& x) {
+  constexpr std::array<double, 9> kP = {2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
+                                        4.86371970985681366614E1,   1.96520832956077098242E2,  5.26445194995477358631E2,
+                                        9.34528527171957607540E2,   1.02755188689515710272E3,  5.57535335369399327526E2};
+  constexpr std::array<double, 9> kQ = {1.0,                      1.32281951154744992508E1, 8.67072140885989742329E1,
+                                        3.54937778887819891062E2, 9.75708501743205489753E2, 1.82390916687909736289E3,
+                                        2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2};
+  constexpr std::array<double, 6> kR = {5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0,
+                                        6.16021097993053585195E0,  7.40974269950448939160E0, 2.97886665372100240670E0};
+  constexpr std::array<double, 7> kS = {1.0, 2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1,
+                                        1.70814450747565897222E1, 9.60896809063285878198E0, 3.36907645100081516050E0};
+  const V z = b.un("negate", b.bin("multiply", x, x));
+  const V e = b.un("exponential", z);
+  const V ax = b.un("abs", x);
+  const V below8 = b.bin("divide", b.bin("multiply", e, b.poly(ax, kP)), b.poly(ax, kQ));
+  const V above8 = b.bin("divide", b.bin("multiply", e, b.poly(ax, kR)), b.poly(ax, kS));
+  const V approx = b.sel(b.cmp("LT", ax, b.cst(8)), below8, above8);
+  const V zero = b.cst(0);
+  const V clamped = b.sel(b.cmp("LT", z, b.cst(-7.09782712893383996843E2)), zero, approx);
+  return b.sel(b.cmp("LT", x, zero), b.bin("subtract", b.cst(2), clamped), clamped);
+}
+V erf_le_one_f64(Builder& b, const V& x) {
+  constexpr std::array<double, 5> kT = {9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3,
+                                        7.00332514112805075473E3, 5.55923013010394962768E4};
+  constexpr std::array<double, 6> kU = {1.0, 3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3,
+                                        2.26290000613890934246E4, 4.92673942608635921086E4};
+  const V x2 = b.bin("multiply", x, x);
+  return b.bin("divide", b.bin("multiply", x, b.poly(x2, kT)), b.poly(x2, kU));
+}
+V erfc_f64(Builder& b, const V& x) {
+  const V ge_one = erfc_ge_one_f64(b, x);
+  const V one = b.cst(1);
+  const V le_one = b.bin("subtract", one, erf_le_one_f64(b, x));
+  return b.sel(b.cmp("LT", b.un("abs", x), one), le_one, ge_one);
+}
+
+// erf_inv f64 (Giles): three regions of w = -log1p(-x^2) (< 6.25, < 16,
+// above) with polynomials of 23, 19 and 17 coefficients, evaluated as one
+// Horner chain whose coefficients (and last steps) are selected per element.
+V erf_inv_f64(Builder& b, const V& x) {
+  constexpr std::array<double, 23> kLt625 = {
+      -3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18, 1.115787767802518096e-17,
+      -1.333171662854620906e-16,  2.0972767875968561637e-17, 6.6376381343583238325e-15, -4.0545662729752068639e-14,
+      -8.1519341976054721522e-14, 2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+      1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08, 4.2347877827932403518e-07,
+      -1.3654692000834678645e-06, -1.3882523362786468719e-05, 0.0001867342080340571352, -0.00074070253416626697512,
+      -0.0060336708714301490533,  0.24015818242558961693,     1.6536545626831027356};
+  constexpr std::array<double, 19> kLt16 = {
+      2.2137376921775787049e-09,  9.0756561938885390979e-08, -2.7517406297064545428e-07, 1.8239629214389227755e-08,
+      1.5027403968909827627e-06,  -4.013867526981545969e-06, 2.9234449089955446044e-06,  1.2475304481671778723e-05,
+      -4.7318229009055733981e-05, 6.8284851459573175448e-05, 2.4031110387097893999e-05,  -0.0003550375203628474796,
+      0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,   -0.0037512085075692412107,
+      0.005370914553590063617,    1.0052589676941592334,     3.0838856104922207635};
+  constexpr std::array<double, 17> kGe16 = {
+      -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,  -3.7894654401267369937e-09,
+      7.6157012080783393804e-09,  -1.4960026627149240478e-08, 2.9147953450901080826e-08,  -6.7711997758452339498e-08,
+      2.2900482228026654717e-07,  -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+      7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026, 1.0103004648645343977,
+      4.8499064014085844221};
+  V w = b.un("negate", b.un("log-plus-one", b.bin("multiply", x, b.un("negate", x))));
+  const V lt625 = b.cmp("LT", w, b.cst(6.25));
+  const V lt16 = b.cmp("LT", w, b.cst(16));
+  const auto coefficient = [&](std::size_t i) {
+    V c = b.cst(kLt625[i]);
+    if (i < kLt16.size()) c = b.sel(lt625, c, b.cst(kLt16[i]));
+    if (i < kGe16.size()) c = b.sel(lt16, c, b.cst(kGe16[i]));
+    return c;
+  };
+  const V sqrt_w = b.un("sqrt", w);
+  const V w_small = b.bin("subtract", w, b.cst(3.125));
+  const V w_large = b.bin("subtract", sqrt_w, b.sel(lt16, b.cst(3.25), b.cst(5)));
+  w = b.sel(lt625, w_small, w_large);
+  V p = coefficient(0);
+  for (std::size_t i = 1; i < kLt625.size(); ++i) {
+    const V c = coefficient(i);
+    const V next = b.bin("add", c, b.bin("multiply", p, w));
+    // Past a region's last coefficient its polynomial is done: keep p there.
+    p = i < kGe16.size() ? next : b.sel(i < kLt16.size() ? lt16 : lt625, next, p);
+  }
+  const V result = b.bin("multiply", p, x);
+  const V at_one = b.cmp("EQ", b.un("abs", x), b.cst(1));
+  return b.sel(at_one, b.bin("multiply", x, b.cst(std::numeric_limits<double>::infinity())), result);
+}
+
 // erf_inv (Giles): w = -log1p(-x^2); a degree-9 polynomial in w - 2.5 or
 // sqrt(w) - 3, its coefficients selected per element; +-inf at |x| = 1.
 V erf_inv(Builder& b, const V& x) {
@@ -322,23 +409,22 @@ struct Rule {
   V (*unary)(Builder&, const V&);
   bool upcast;       // materializeWithUpcast to f32 (f16, bf16 are converted in and out)
   bool complex_ok;   // also for complex operands
-  bool f64_ok;
 };
 
 constexpr std::array<Rule, 13> kRules = {{
-    {"chlo.acos", acos, false, false, true},
-    {"chlo.acosh", acosh, false, false, true},
-    {"chlo.asin", asin, false, false, true},
-    {"chlo.asinh", asinh, false, false, true},
-    {"chlo.atan", atan, false, false, true},
-    {"chlo.atanh", atanh, false, false, true},
-    {"chlo.cosh", cosh, true, true, true},
-    {"chlo.sinh", sinh, true, true, true},
-    {"chlo.erfc", erfc, true, false, false},
-    {"chlo.erf_inv", erf_inv, true, false, false},
-    {"chlo.lgamma", lgamma, true, false, true},
-    {"chlo.digamma", digamma, true, false, true},
-    {"chlo.next_after", nullptr, false, false, true},
+    {"chlo.acos", acos, false, false},
+    {"chlo.acosh", acosh, false, false},
+    {"chlo.asin", asin, false, false},
+    {"chlo.asinh", asinh, false, false},
+    {"chlo.atan", atan, false, false},
+    {"chlo.atanh", atanh, false, false},
+    {"chlo.cosh", cosh, true, true},
+    {"chlo.sinh", sinh, true, true},
+    {"chlo.erfc", erfc, true, false},
+    {"chlo.erf_inv", erf_inv, true, false},
+    {"chlo.lgamma", lgamma, true, false},
+    {"chlo.digamma", digamma, true, false},
+    {"chlo.next_after", nullptr, false, false},
 }};
 
 }  // namespace
@@ -363,7 +449,7 @@ bool expand_chlo(std::string_view mlir_name, const std::vector<std::string>& arg
   const auto t = hlo::element_type_from_name(etype);
   const char kind = t ? hlo::element_type_kind(*t) : '?';
   const bool complex = kind == 'c';
-  if (!(kind == 'f' || (complex && rule->complex_ok)) || (etype == "f64" && !rule->f64_ok)) {
+  if (!(kind == 'f' || (complex && rule->complex_ok))) {
     return error = fmt::format("'{}' of {} elements is not supported (XLA's expansion for them is not modeled)", mlir_name, etype), false;
   }
   Builder b(prefix, dims, etype);
@@ -374,8 +460,12 @@ bool expand_chlo(std::string_view mlir_name, const std::vector<std::string>& arg
     return true;
   }
   if (args.size() != 1) return error = fmt::format("'{}' takes one operand", mlir_name), false;
-  // sinh of complex: only the large-x form (no expm1 branch), as XLA's legalization does.
-  V (*fn)(Builder&, const V&) = complex && mlir_name == "chlo.sinh" ? sinh_large : rule->unary;
+  // sinh of complex: only the large-x form (no expm1 branch), as XLA's
+  // legalization does; erfc and erf_inv of f64: their f64 polynomials.
+  V (*fn)(Builder&, const V&) = rule->unary;
+  if (complex && mlir_name == "chlo.sinh") fn = sinh_large;
+  if (etype == "f64" && mlir_name == "chlo.erfc") fn = erfc_f64;
+  if (etype == "f64" && mlir_name == "chlo.erf_inv") fn = erf_inv_f64;
   const bool upcast = rule->upcast && kind == 'f' && hlo::element_type_bits(*t) < 32;
   if (!upcast) {
     b.finish(fn(b, args[0]), out);

@@ -27,9 +27,10 @@ bool is_expanded_chlo(std::string_view mlir_name);
 
 // Expands `mlir_name` applied to `args` (HLO names) of array shape
 // `shape` ("f32[20,20]", every operand's and the result's) with names
-// prefixed `prefix`. False with `error` set for an element type XLA's
-// legalization does not take here (integers; complex except cosh, sinh;
-// f64 for erfc and erf_inv, which use other polynomials).
+// prefixed `prefix`. False with `error` set for an element type not
+// expanded here (integers; complex except for cosh and sinh, whose
+// legalization for complex operands of the inverse functions is a long
+// series of approximation regions).
 bool expand_chlo(std::string_view mlir_name, const std::vector<std::string>& args, const std::string& shape,
                  const std::string& prefix, ChloExpansion& out, std::string& error);
 
