@@ -57,6 +57,8 @@ class Builder {
     for (std::size_t i = 1; i < N; ++i) p = bin("add", bin("multiply", p, x), cst(c[i]));
     return p;
   }
+  // An operand of the expansion, of element type `etype`.
+  void declare(const V& name, const std::string& etype) { types_[name] = etype; }
   void finish(const V& result, ChloExpansion& out) const {
     for (const Op& o : ops_) {
       if (o.name == result) {
@@ -86,9 +88,6 @@ class Builder {
   std::string prefix_, dims_;
   std::vector<Op> ops_;
   std::map<V, std::string, std::less<>> types_;
-
- public:
-  void declare(const V& name, const std::string& etype) { types_[name] = etype; }
 };
 
 double max_finite(std::string_view t) {

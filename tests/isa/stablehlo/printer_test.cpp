@@ -256,6 +256,32 @@ TEST(StableHloPrinter, WritesSpecificationAttributes) {
   EXPECT_EQ(attr(hlo::Opcode::kReducePrecision, hlo::AttrId::kMantissaBits), "10");
 }
 
+// Files written by an earlier `tpusim convert`, with these attributes as
+// `hlo.*` strings, still read.
+TEST(StableHloPrinter, ReadsEarlierHloAttributeForms) {
+  const std::string mlir = R"(module @old attributes {hlo.num_partitions = "2"} {
+  func.func @main(%a: tensor<1x8x8x3xf32>, %k: tensor<3x3x3x16xf32>, %x: tensor<4x4xf32>) -> (tensor<1x8x8x16xf32>, tensor<5x11xf32>, tensor<4x4xf32>) {
+    %c = "stablehlo.convolution"(%a, %k) {hlo.window = "{size=3x3 pad=1_1x1_1}", hlo.dim_labels = "b01f_01io->b01f"} : (tensor<1x8x8x3xf32>, tensor<3x3x3x16xf32>) -> tensor<1x8x8x16xf32>
+    %z = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %p = "stablehlo.pad"(%x, %z) {hlo.padding = "1_0_0x0_1_2"} : (tensor<4x4xf32>, tensor<f32>) -> tensor<5x11xf32>
+    %r = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%u: tensor<f32>, %v: tensor<f32>):
+      %s = "stablehlo.add"(%u, %v) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%s) : (tensor<f32>) -> ()
+    }) {hlo.replica_groups = "{{0,1}}", hlo.channel_id = "7"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    "func.return"(%c, %p, %r) : (tensor<1x8x8x16xf32>, tensor<5x11xf32>, tensor<4x4xf32>) -> ()
+  }
+})";
+  const auto parsed = parse_stablehlo(mlir, "old.mlir");
+  ASSERT_TRUE(parsed.ok()) << format_all(parsed.errors());
+  const hlo::Module& m = *parsed.modules.at(0).value();
+  EXPECT_EQ(find(m, hlo::Opcode::kConvolution)->attribute(hlo::AttrId::kDimLabels)->value, "b01f_01io->b01f");
+  EXPECT_EQ(find(m, hlo::Opcode::kConvolution)->attribute(hlo::AttrId::kWindow)->value, "{size=3x3 pad=1_1x1_1}");
+  EXPECT_EQ(find(m, hlo::Opcode::kPad)->attribute(hlo::AttrId::kPadding)->value, "1_0_0x0_1_2");
+  EXPECT_EQ(find(m, hlo::Opcode::kAllReduce)->attribute(hlo::AttrId::kReplicaGroups)->value, "{{0,1}}");
+  EXPECT_EQ(hlo::int_attr(*find(m, hlo::Opcode::kAllReduce), hlo::AttrId::kChannelId).value_or(0), 7);
+}
+
 // Operand precisions, a custom call's API version and the RNG algorithm in
 // the specification's form, and back.
 TEST(StableHloPrinter, WritesPrecisionApiVersionAndRngAlgorithm) {
