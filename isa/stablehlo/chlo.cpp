@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numbers>
+#include <span>
 
 #include "isa/hlo/element_type.h"
 
@@ -376,6 +377,48 @@ V digamma(Builder& b, const V& x) {
   return b.sel(pole, b.cst(std::numeric_limits<double>::quiet_NaN()), dg);
 }
 
+// A Chebyshev series in Clenshaw's recurrence (Cephes' chbevl): three
+// ops per coefficient, then (b0 - b2) / 2.
+V chebyshev(Builder& b, const V& x, std::span<const double> c) {
+  V b0 = b.cst(0), b1 = b.cst(0), b2 = b.cst(0);
+  for (const double k : c) {
+    b2 = b1;
+    b1 = b0;
+    b0 = b.bin("add", b.bin("subtract", b.bin("multiply", x, b1), b2), b.cst(k));
+  }
+  return b.bin("multiply", b.bin("subtract", b0, b2), b.cst(0.5));
+}
+
+// bessel_i1e (Cephes): sign(x) * (|x| <= 8 ? |x| A(|x|/2 - 2) : B(32/|x| - 2) / sqrt|x|),
+// A and B Chebyshev series of 29 and 25 terms in f64; f32 takes their last 17 and 7.
+V bessel_i1e(Builder& b, const V& x) {
+  constexpr std::array<double, 29> kA = {
+      2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16, -1.10559694773538630805E-15,
+      7.60068429473540693410E-15, -5.04218550472791168711E-14, 3.22379336594557470981E-13, -1.98397439776494371520E-12,
+      1.17361862988909016308E-11, -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+      9.38153738649577178388E-9,  -4.44505912879632808065E-8,  2.00329475355213526229E-7,  -8.56872026469545474066E-7,
+      3.47025130813767847674E-6,  -1.32731636560394358279E-5,  4.78156510755005422638E-5,  -1.61760815825896745588E-4,
+      5.12285956168575772895E-4,  -1.51357245063125314899E-3,  4.15642294431288815669E-3,  -1.05640848946261981558E-2,
+      2.47264490306265168283E-2,  -5.29459812080949914269E-2,  1.02643658689847095384E-1,  -1.76416518357834055153E-1,
+      2.52587186443633654823E-1};
+  constexpr std::array<double, 25> kB = {
+      7.51729631084210481353E-18,  4.41434832307170791151E-18,  -4.65030536848935832153E-17, -3.20952592199342395980E-17,
+      2.96262899764595013876E-16,  3.30820231092092828324E-16,  -1.88035477551078244854E-15, -3.81440307243700780478E-15,
+      1.04202769841288027642E-14,  4.27244001671195135429E-14,  -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+      -7.19855177624590851209E-13, 2.03562854414708950722E-12,  1.41258074366137813316E-11,  3.25260358301548823856E-11,
+      -1.89749581235054123450E-11, -5.58974346219658380687E-10, -3.83538038596423702205E-9,  -2.63146884688951950684E-8,
+      -2.51223623787020892529E-7,  -3.88256480887769039346E-6,  -1.10588938762623716291E-4,  -9.76109749136146840777E-3,
+      7.78576235018280120474E-1};
+  const bool f64 = b.type == "f64";
+  const std::span<const double> a = f64 ? std::span<const double>(kA) : std::span<const double>(kA).last(17);
+  const std::span<const double> c = f64 ? std::span<const double>(kB) : std::span<const double>(kB).last(7);
+  const V z = b.un("abs", x);
+  const V half = b.cst(0.5), two = b.cst(2), thirty_two = b.cst(32), eight = b.cst(8);
+  const V le8 = b.bin("multiply", z, chebyshev(b, b.bin("subtract", b.bin("multiply", half, z), two), a));
+  const V gt8 = b.bin("divide", chebyshev(b, b.bin("subtract", b.bin("divide", thirty_two, z), two), c), b.un("sqrt", z));
+  return b.bin("multiply", b.un("sign", x), b.sel(b.cmp("LE", z, eight), le8, gt8));
+}
+
 // next_after on the integer bit patterns: +-1 ulp toward y, with the zero,
 // equal and nan cases selected.
 V next_after(Builder& b, const V& x, const V& y, int bits) {
@@ -410,13 +453,14 @@ struct Rule {
   bool complex_ok;   // also for complex operands
 };
 
-constexpr std::array<Rule, 13> kRules = {{
+constexpr std::array<Rule, 14> kRules = {{
     {"chlo.acos", acos, false, false},
     {"chlo.acosh", acosh, false, false},
     {"chlo.asin", asin, false, false},
     {"chlo.asinh", asinh, false, false},
     {"chlo.atan", atan, false, false},
     {"chlo.atanh", atanh, false, false},
+    {"chlo.bessel_i1e", bessel_i1e, true, false},
     {"chlo.cosh", cosh, true, true},
     {"chlo.sinh", sinh, true, true},
     {"chlo.erfc", erfc, true, false},

@@ -108,6 +108,17 @@ TEST(StableHloChlo, GammaFunctions) {
   expect("lgamma", 53 + 2, 4, "bf16");
 }
 
+TEST(StableHloChlo, BesselI1e) {
+  // |x|, |x|/2 - 2 (multiply, subtract); Chebyshev series A: 3 ops per term, then subtract and multiply;
+  // times |x|; 32/|x| - 2 (divide, subtract); series B; divide by sqrt|x|; compare, select, sign, multiply.
+  // f32: A has 17 terms, B 7.
+  expect("bessel_i1e", 1 + 2 + (17 * 3 + 2) + 1 + 2 + (7 * 3 + 2) + 1 + 4, 1);
+  // f64: 29 and 25 terms.
+  expect("bessel_i1e", 1 + 2 + (29 * 3 + 2) + 1 + 2 + (25 * 3 + 2) + 1 + 4, 1, "f64");
+  // bf16 through f32.
+  expect("bessel_i1e", 87 + 2, 1, "bf16");
+}
+
 TEST(StableHloChlo, NextAfter) {
   // On the bit patterns: bitcast x2, compare x2 (nan), or, bitcast (nan), and x2 (magnitudes), compare
   // (equal), compare x2 (zeros), and x2 (signs), or, compare, compare, or, select, add, select x2,
