@@ -3,8 +3,9 @@
 // sequence as the StableHLO project's chlo legalization
 // (ChloLegalizeToStablehlo.cpp, ChloDecompositionPatterns*.td), op for op,
 // so that cost analysis counts the FLOPs and transcendentals XLA's does.
-// Values are not simulated, so constants are elided literals of the
-// operand's shape (as `stablehlo.constant dense<...>` of that shape is).
+// Values are not simulated, so a constant of an array shape is an elided
+// literal of the operand's shape (what `getConstantLike` builds); a scalar
+// one keeps its value.
 #pragma once
 
 #include <string>
