@@ -10,918 +10,544 @@
 #include "isa/hlo/element_type.h"
 #include "isa/hlo/opcode.h"
 #include "isa/stablehlo/attributes.h"
+#include "isa/stablehlo/chlo.h"
+#include "isa/stablehlo/convert_internal.h"
 #include "isa/stablehlo/names.h"
 #include "isa/stablehlo/spec_attributes.h"
 
-namespace tpusim::stablehlo {
-namespace {
+namespace tpusim::stablehlo::convert_detail {
 
-struct Shape {
-  std::string hlo;  // "f32[2,3]", "(f32[], s32[])"
-  std::vector<Shape> elements;  // tuple elements
-};
+bool Converter::fail(const Token& at, std::string msg) {
+  errs_.push_back({file_, static_cast<int>(at.line), static_cast<int>(at.column), std::move(msg),
+                   std::string(line_of(src_, static_cast<int>(at.line)))});
+  return false;
+}
 
-struct Value {
-  std::string name;  // HLO instruction name
+bool Converter::shape_of(const Token& t, Shape& out) {
+  std::string_view s = t.text;
+  if (s == "!stablehlo.token") return out.hlo = "token[]", true;
+  if (s.starts_with("tuple<")) return tuple_shape(t, s.substr(6, s.size() - 7), out);
+  if (!s.starts_with("tensor<")) return fail(t, fmt::format("unsupported type '{}': expected tensor<...>", s));
+  s = s.substr(7, s.size() - 8);
+  if (const auto comma = s.find(','); comma != std::string_view::npos) s = s.substr(0, comma);  // encoding
+  std::vector<std::int64_t> dims;
+  while (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '?')) {
+    const auto x = s.find('x');
+    if (s[0] == '?') return fail(t, fmt::format("dynamic dimension in '{}': only static shapes are supported", t.text));
+    std::int64_t d = 0;
+    const auto r = std::from_chars(s.data(), s.data() + (x == std::string_view::npos ? s.size() : x), d);
+    if (r.ec != std::errc() || x == std::string_view::npos) return fail(t, fmt::format("malformed tensor type '{}'", t.text));
+    dims.push_back(d);
+    s = s.substr(x + 1);
+  }
+  const std::string e = element_type(s);
+  if (e.empty()) return fail(t, fmt::format("unsupported element type '{}' in '{}'", s, t.text));
+  out.hlo = fmt::format("{}[{}]", e, join(dims));
+  return true;
+}
+
+bool Converter::tuple_shape(const Token& t, std::string_view inner, Shape& out) {
+  // Element types at depth 0, split on commas.
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= inner.size(); ++i) {
+    if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
+      std::string_view p = inner.substr(begin, i - begin);
+      while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+      if (!p.empty()) parts.emplace_back(p);
+      begin = i + 1;
+    } else if (inner[i] == '<') {
+      ++depth;
+    } else if (inner[i] == '>') {
+      --depth;
+    }
+  }
+  std::vector<Token> subs;
+  for (const auto& p : parts) {
+    subs.push_back(t);
+    subs.back().text = p;
+  }
+  return tuple_shape(subs, out);
+}
+
+std::vector<Token> Converter::result_types(const Op& op, bool all) {
+  int depth = 0;
+  std::size_t colon = op.tokens.size();
+  for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+    if (opens(op.tokens[i])) ++depth;
+    if (closes(op.tokens[i])) --depth;
+    if (depth == 0 && is(op.tokens[i], ":")) colon = i;
+  }
+  std::vector<Token> types;
+  for (std::size_t i = colon; i < op.tokens.size(); ++i) {
+    if (is(op.tokens[i], "->")) types.clear(), all = true;
+    if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
+  }
+  if (!all && types.size() > 1) types.erase(types.begin(), types.end() - 1);
+  return types;
+}
+
+bool Converter::result_shape(const Op& op, Shape& out) {
+  const auto types = result_types(op);
+  if (types.empty() && op.results.empty() && !op.tokens.empty() && is(op.tokens.back(), ")") &&
+      op.tokens.size() >= 3 && is(op.tokens[op.tokens.size() - 2], "(") && is(op.tokens[op.tokens.size() - 3], "->")) {
+    return out.hlo = "()", true;  // `-> ()`: no result (a custom call run for its side effect)
+  }
+  if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
+  if (types.size() == 1) return shape_of(types[0], out);
+  return tuple_shape(types, out);
+}
+
+bool Converter::ints(const Op& op, std::string_view key, std::vector<std::int64_t>& out, std::vector<std::int64_t>* second) {
+  const auto& t = op.tokens;
+  for (std::size_t i = 0; i + 2 < t.size(); ++i) {
+    if (!is(t[i], key) || !is(t[i + 1], "=")) continue;
+    std::size_t k = i + 2;
+    read_list(t, k, out);
+    if (second != nullptr && k < t.size() && is(t[k], "x")) read_list(t, ++k, *second);
+    return true;
+  }
+  return false;
+}
+
+void Converter::read_list(const std::vector<Token>& t, std::size_t& k, std::vector<std::int64_t>& out) {
+  if (k < t.size() && is(t[k], "array")) ++k;
+  if (k < t.size() && t[k].kind == TokKind::kNumber) {
+    out.push_back(to_int(t[k++].text));
+    return;
+  }
+  int depth = 0;
+  do {
+    if (k >= t.size()) return;
+    if (opens(t[k])) ++depth;
+    if (closes(t[k])) --depth;
+    const bool typed = k + 1 < t.size() && is(t[k + 1], ":") && t[k].kind == TokKind::kIdent;
+    if (t[k].kind == TokKind::kNumber && !typed) out.push_back(to_int(t[k].text));
+    ++k;
+  } while (depth > 0);
+}
+
+std::int64_t Converter::to_int(std::string_view s) {
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+std::string Converter::word_in(const Op& op, std::initializer_list<std::string_view> words) {
+  for (const auto& t : op.tokens) {
+    for (const auto w : words) {
+      if (is(t, w)) return std::string(w);
+    }
+  }
+  return "";
+}
+
+bool Converter::operands(const Op& op, Scope& s, std::vector<std::string>& out) {
+  for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+    const Token& t = op.tokens[i];
+    if (t.kind != TokKind::kValue || (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "="))) continue;
+    std::string name;
+    if (!use(t, s, name)) return false;
+    out.push_back(name);
+  }
+  return true;
+}
+
+bool Converter::operand_values(const Op& op, Scope& s, std::vector<Value>& out) {
+  std::vector<std::string> names;
+  if (!operands(op, s, names)) return false;
+  for (const auto& n : names) {
+    const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == n; });
+    out.push_back(it == s.values.end() ? Value{n, {}, 0} : it->second);
+  }
+  return true;
+}
+
+bool Converter::use(const Token& t, Scope& s, std::string& name) {
+  std::string_view v = t.text;
+  std::int64_t index = -1;
+  if (const auto hash = v.find('#'); hash != std::string_view::npos) {
+    index = to_int(v.substr(hash + 1));
+    v = v.substr(0, hash);
+  }
+  const auto it = s.values.find(v);
+  if (it == s.values.end()) return fail(t, fmt::format("use of undefined value '{}' (values from outside a region are not supported: define them inside or pass them as operands)", v));
+  if (index < 0) return name = it->second.name, true;
+  const auto& elems = it->second.shape.elements;
+  if (index >= static_cast<std::int64_t>(elems.size())) return fail(t, fmt::format("'{}' has no result #{}", v, index));
+  const std::string key = fmt::format("{}#{}", v, index);
+  if (const auto got = s.values.find(key); got != s.values.end()) return name = got->second.name, true;
+  name = fmt::format("{}.{}.{}", s.prefix, sanitize(v.substr(1)), index);
+  add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", name, elems[index].hlo, it->second.name, index), t);
+  s.values[key] = {name, elems[index], s.lines.size() - 1};
+  return true;
+}
+
+std::string Converter::metadata(const Op& op) const {
+  std::string n = op.op_name;
+  if (n.starts_with("#")) {
+    const auto it = m_.loc_aliases.find(n);
+    n = it == m_.loc_aliases.end() ? "" : it->second;
+  }
+  return n.empty() ? "" : fmt::format(", metadata={{op_name=\"{}\"}}", n);
+}
+
+bool Converter::emit(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::vector<std::string>& args,
+          const std::string& attrs) {
+  const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
+  const std::string name = fmt::format("{}.{}", s.prefix, base);
+  std::string ops;
+  for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
+  return emit_raw(op, s, shape, opcode, ops, attrs);
+}
+
+bool Converter::emit_raw(const Op& op, Scope& s, const Shape& stated, std::string_view opcode, const std::string& ops,
+              const std::string& attrs) {
+  const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
+  const std::string name = fmt::format("{}.{}", s.prefix, base);
+  const HloExtras extras = hlo_extras(op.tokens);
+  const Shape shape = extras.shape.empty() ? stated : hlo_shape(extras.shape);
+  if (const auto code = hlo::opcode_from_name(opcode); code && hlo::opcode_category(*code) == hlo::OpCategory::kCollective) {
+    has_collectives_ = true;
+  }
+  add_line(s, fmt::format("%{} = {} {}({}){}{}{}", name, shape.hlo, opcode, ops, attrs, extras.attrs, metadata(op)), op.at);
+  if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
+  // `%values, %indices = ...`: one name per element of the result tuple.
+  for (std::size_t i = 1; op.results.size() > 1 && i < op.results.size() && i <= shape.elements.size(); ++i) {
+    if (i == 1) {
+      s.values[std::string(op.results[0])] = {name + ".0", shape.elements[0], s.lines.size()};
+      add_line(s, fmt::format("%{}.0 = {} get-tuple-element(%{}), index=0", name, shape.elements[0].hlo, name), op.at);
+    }
+    const std::string n = fmt::format("{}.{}", name, i);
+    add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, name, i), op.at);
+    s.values[std::string(op.results[i])] = {n, shape.elements[i], s.lines.size() - 1};
+  }
+  return true;
+}
+
+bool Converter::simple(const Op& op, Scope& s, std::string_view opcode, const std::string& attrs) {
   Shape shape;
-  std::size_t line = 0;  // the computation line that defines it
-};
-
-struct Line {
-  std::string text;
-  Token origin;
-};
-
-struct Scope {
-  std::string prefix;
-  std::map<std::string, Value, std::less<>> values;
-  std::vector<Line> lines;
-  std::vector<Value> params;
-  std::string root;  // set by the return op
-  std::vector<Token> extra_returns;  // values the return op also returns (a while body's captures)
-  // Captured constants re-created in this computation: the MLIR name and
-  // the constant's HLO text after its name (`s32[] constant(10)`).
-  std::vector<std::pair<Token, std::string>> constants;
-};
-
-bool is(const Token& t, std::string_view s) { return t.text == s && t.kind != TokKind::kString; }
-bool opens(const Token& t) { return t.kind == TokKind::kPunct && (t.text == "(" || t.text == "[" || t.text == "{" || t.text == "<"); }
-bool closes(const Token& t) { return t.kind == TokKind::kPunct && (t.text == ")" || t.text == "]" || t.text == "}" || t.text == ">"); }
-
-std::string sanitize(std::string_view s) {
-  std::string out;
-  for (const char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ? c : '_';
-  return out;
+  std::vector<std::string> args;
+  return result_shape(op, shape) && operands(op, s, args) && emit(op, s, shape, opcode, args, attrs);
 }
 
-// A shape given as HLO text (an `xla_shape` attribute).
-Shape hlo_shape(const std::string& text) {
-  Shape out{text, {}};
-  for (const auto& e : tuple_elements(text)) out.elements.push_back(hlo_shape(e));
-  return out;
+bool Converter::elementwise(const Op& op, Scope& s) {
+  std::string name(op.name.substr(op.name.find('.') + 1));
+  std::replace(name.begin(), name.end(), '_', '-');
+  if (name == "optimization-barrier") name = "opt-barrier";
+  return simple(op, s, name);
 }
 
-std::string join(const std::vector<std::int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
-
-// MLIR element type -> HLO element type name ("" when unknown).
-std::string element_type(std::string_view t) {
-  if (t == "i1") return "pred";
-  if (t == "complex<f32>") return "c64";
-  if (t == "complex<f64>") return "c128";
-  std::string s;
-  for (const char c : t) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.starts_with("ui")) s = "u" + s.substr(2);
-  else if (s.starts_with("si")) s = "s" + s.substr(2);
-  else if (s.starts_with("i")) s = "s" + s.substr(1);
-  return hlo::element_type_from_name(s) ? s : "";
+bool Converter::constant(const Op& op, Scope& s) {
+  Shape shape;
+  if (!result_shape(op, shape)) return false;
+  const auto dense = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kDense; });
+  if (dense == op.tokens.end()) return fail(op.at, "expected a dense<...> or dense_resource<...> value in the constant");
+  std::string literal = "{...}";  // elided: the value does not change the cost
+  if (dense->text.starts_with("dense<") && shape.hlo.ends_with("[]")) {
+    if (!scalar(*dense, shape, literal)) return false;
+  }
+  return emit_raw(op, s, shape, "constant", literal, "");
 }
 
-class Converter {
- public:
-  Converter(const MlirModule& m, std::string_view src, const std::string& file) : m_(m), src_(src), file_(file) {}
-  Result<HloText> run();
+bool Converter::scalar(const Token& dense, const Shape& shape, std::string& literal) {
+  std::string_view v = dense.text.substr(6, dense.text.size() - 7);
+  if (v.starts_with("\"0x")) return hex_scalar(dense, v.substr(3, v.size() - 4), shape, literal);
+  if (v.starts_with("0x") || v.starts_with("0X")) return float_bits(dense, v.substr(2), shape, literal);
+  if (v.starts_with("(")) return literal = std::string(v), true;
+  if (v == "true" || v == "false" || !v.empty()) return literal = std::string(v), true;
+  return fail(dense, "empty dense<> literal");
+}
 
- private:
-  using Handler = bool (Converter::*)(const Op&, Scope&);
-  struct Rule {
-    std::string_view name;
-    Handler handler;
-  };
-  static const std::vector<Rule>& rules();
+bool Converter::float_bits(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
+  std::uint64_t bits = 0;
+  std::from_chars(hex.data(), hex.data() + hex.size(), bits, 16);
+  const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
+  if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
+  if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
+  if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
+  if (e == "f16") {  // widen: sign, 5-bit exponent (all ones: inf/nan), 10-bit fraction
+    const bool special = ((bits >> 10) & 0x1F) == 0x1F;
+    const bool neg = (bits & 0x8000) != 0;
+    if (special) return literal = (bits & 0x3FF) != 0 ? "nan" : (neg ? "-inf" : "inf"), true;
+  }
+  return fail(dense, fmt::format("hexadecimal constant of type {} is not supported", e));
+}
 
-  const MlirModule& m_;
-  std::string_view src_;
-  const std::string& file_;
-  std::vector<Diagnostic> errs_;
-  HloText out_;
-  std::set<std::string, std::less<>> done_, active_;
-  int regions_ = 0;
-  bool has_collectives_ = false;
+bool Converter::hex_scalar(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
+  std::uint64_t bits = 0;
+  // The blob is little-endian bytes.
+  for (std::size_t i = 0; i + 1 < hex.size() && i < 16; i += 2) {
+    std::uint64_t byte = 0;
+    std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+    bits |= byte << (4 * i);
+  }
+  const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
+  if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
+  if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
+  if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
+  if (e.starts_with("s") || e.starts_with("u")) return literal = std::to_string(bits), true;
+  if (e == "pred") return literal = bits != 0 ? "true" : "false", true;
+  return fail(dense, fmt::format("hex scalar constant of type {} is not supported", e));
+}
 
-  bool fail(const Token& at, std::string msg) {
-    errs_.push_back({file_, static_cast<int>(at.line), static_cast<int>(at.column), std::move(msg),
-                     std::string(line_of(src_, static_cast<int>(at.line)))});
-    return false;
+bool Converter::broadcast(const Op& op, Scope& s) {
+  std::vector<std::int64_t> dims;
+  if (!ints(op, "dims", dims) && !ints(op, "broadcast_dimensions", dims)) {
+    return fail(op.at, "broadcast_in_dim needs 'dims = [...]' (or broadcast_dimensions)");
   }
+  return simple(op, s, "broadcast", fmt::format(", dimensions={{{}}}", join(dims)));
+}
 
-  // ---- types ----
-  bool shape_of(const Token& t, Shape& out) {
-    std::string_view s = t.text;
-    if (s == "!stablehlo.token") return out.hlo = "token[]", true;
-    if (s.starts_with("tuple<")) return tuple_shape(t, s.substr(6, s.size() - 7), out);
-    if (!s.starts_with("tensor<")) return fail(t, fmt::format("unsupported type '{}': expected tensor<...>", s));
-    s = s.substr(7, s.size() - 8);
-    if (const auto comma = s.find(','); comma != std::string_view::npos) s = s.substr(0, comma);  // encoding
-    std::vector<std::int64_t> dims;
-    while (!s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '?')) {
-      const auto x = s.find('x');
-      if (s[0] == '?') return fail(t, fmt::format("dynamic dimension in '{}': only static shapes are supported", t.text));
-      std::int64_t d = 0;
-      const auto r = std::from_chars(s.data(), s.data() + (x == std::string_view::npos ? s.size() : x), d);
-      if (r.ec != std::errc() || x == std::string_view::npos) return fail(t, fmt::format("malformed tensor type '{}'", t.text));
-      dims.push_back(d);
-      s = s.substr(x + 1);
-    }
-    const std::string e = element_type(s);
-    if (e.empty()) return fail(t, fmt::format("unsupported element type '{}' in '{}'", s, t.text));
-    out.hlo = fmt::format("{}[{}]", e, join(dims));
-    return true;
-  }
-  bool tuple_shape(const Token& t, std::string_view inner, Shape& out) {
-    // Element types at depth 0, split on commas.
-    std::vector<std::string> parts;
-    int depth = 0;
-    std::size_t begin = 0;
-    for (std::size_t i = 0; i <= inner.size(); ++i) {
-      if (i == inner.size() || (inner[i] == ',' && depth == 0)) {
-        std::string_view p = inner.substr(begin, i - begin);
-        while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
-        if (!p.empty()) parts.emplace_back(p);
-        begin = i + 1;
-      } else if (inner[i] == '<') {
-        ++depth;
-      } else if (inner[i] == '>') {
-        --depth;
-      }
-    }
-    std::vector<Token> subs;
-    for (const auto& p : parts) {
-      subs.push_back(t);
-      subs.back().text = p;
-    }
-    return tuple_shape(subs, out);
-  }
-  // Result types: the types after the op's last top-level ':' (after '->' when there is one).
-  std::vector<Token> result_types(const Op& op, bool all = false) {
-    int depth = 0;
-    std::size_t colon = op.tokens.size();
-    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
-      if (opens(op.tokens[i])) ++depth;
-      if (closes(op.tokens[i])) --depth;
-      if (depth == 0 && is(op.tokens[i], ":")) colon = i;
-    }
-    std::vector<Token> types;
-    for (std::size_t i = colon; i < op.tokens.size(); ++i) {
-      if (is(op.tokens[i], "->")) types.clear(), all = true;
-      if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
-    }
-    if (!all && types.size() > 1) types.erase(types.begin(), types.end() - 1);
-    return types;
-  }
-  bool result_shape(const Op& op, Shape& out) {
-    const auto types = result_types(op);
-    if (types.empty() && op.results.empty() && !op.tokens.empty() && is(op.tokens.back(), ")") &&
-        op.tokens.size() >= 3 && is(op.tokens[op.tokens.size() - 2], "(") && is(op.tokens[op.tokens.size() - 3], "->")) {
-      return out.hlo = "()", true;  // `-> ()`: no result (a custom call run for its side effect)
-    }
-    if (types.empty()) return fail(op.at, fmt::format("'{}' has no result type: expected ': type' at its end", op.name));
-    if (types.size() == 1) return shape_of(types[0], out);
-    return tuple_shape(types, out);
-  }
-  // The tuple of `types` (each an element of `out`).
-  template <typename Types>
-  bool tuple_shape(const Types& types, Shape& out) {
-    std::vector<std::string> hlos;
-    for (const auto& t : types) {
-      Shape e;
-      if (!shape_of(t, e)) return false;
-      hlos.push_back(e.hlo);
-      out.elements.push_back(e);
-    }
-    out.hlo = fmt::format("({})", fmt::join(hlos, ", "));
-    return true;
-  }
+bool Converter::transpose(const Op& op, Scope& s) {
+  std::vector<std::int64_t> dims;
+  if (!ints(op, "dims", dims) && !ints(op, "permutation", dims)) return fail(op.at, "transpose needs 'dims = [...]'");
+  return simple(op, s, "transpose", fmt::format(", dimensions={{{}}}", join(dims)));
+}
 
-  // ---- attributes ----
-  // The integers of `key = [..]`, `key = array<i64: ..>`, `key = N`; `second` gets `[..] x [..]`'s right list.
-  bool ints(const Op& op, std::string_view key, std::vector<std::int64_t>& out, std::vector<std::int64_t>* second = nullptr) {
-    const auto& t = op.tokens;
-    for (std::size_t i = 0; i + 2 < t.size(); ++i) {
-      if (!is(t[i], key) || !is(t[i + 1], "=")) continue;
-      std::size_t k = i + 2;
-      read_list(t, k, out);
-      if (second != nullptr && k < t.size() && is(t[k], "x")) read_list(t, ++k, *second);
-      return true;
-    }
-    return false;
+bool Converter::iota(const Op& op, Scope& s) {
+  std::vector<std::int64_t> dim;
+  if ((!ints(op, "dim", dim) && !ints(op, "iota_dimension", dim)) || dim.size() != 1) {
+    return fail(op.at, "iota needs 'dim = N'");
   }
-  static void read_list(const std::vector<Token>& t, std::size_t& k, std::vector<std::int64_t>& out) {
-    if (k < t.size() && is(t[k], "array")) ++k;
-    if (k < t.size() && t[k].kind == TokKind::kNumber) {
-      out.push_back(to_int(t[k++].text));
-      return;
-    }
-    int depth = 0;
-    do {
-      if (k >= t.size()) return;
-      if (opens(t[k])) ++depth;
-      if (closes(t[k])) --depth;
-      const bool typed = k + 1 < t.size() && is(t[k + 1], ":") && t[k].kind == TokKind::kIdent;
-      if (t[k].kind == TokKind::kNumber && !typed) out.push_back(to_int(t[k].text));
-      ++k;
-    } while (depth > 0);
-  }
-  static std::int64_t to_int(std::string_view s) {
-    std::int64_t v = 0;
-    std::from_chars(s.data(), s.data() + s.size(), v);
-    return v;
-  }
-  static std::string word_in(const Op& op, std::initializer_list<std::string_view> words) {
-    for (const auto& t : op.tokens) {
-      for (const auto w : words) {
-        if (is(t, w)) return std::string(w);
-      }
-    }
-    return "";
-  }
+  return simple(op, s, "iota", fmt::format(", iota_dimension={}", dim[0]));
+}
 
-  // ---- values ----
-  bool operands(const Op& op, Scope& s, std::vector<std::string>& out) {
-    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
-      const Token& t = op.tokens[i];
-      if (t.kind != TokKind::kValue || (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "="))) continue;
-      std::string name;
-      if (!use(t, s, name)) return false;
-      out.push_back(name);
-    }
-    return true;
+bool Converter::concatenate(const Op& op, Scope& s) {
+  std::vector<std::int64_t> dim;
+  if ((!ints(op, "dim", dim) && !ints(op, "dimension", dim)) || dim.size() != 1) {
+    return fail(op.at, "concatenate needs 'dim = N'");
   }
-  bool operand_values(const Op& op, Scope& s, std::vector<Value>& out) {
-    std::vector<std::string> names;
-    if (!operands(op, s, names)) return false;
-    for (const auto& n : names) {
-      const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == n; });
-      out.push_back(it == s.values.end() ? Value{n, {}, 0} : it->second);
-    }
-    return true;
-  }
-  bool use(const Token& t, Scope& s, std::string& name) {
-    std::string_view v = t.text;
-    std::int64_t index = -1;
-    if (const auto hash = v.find('#'); hash != std::string_view::npos) {
-      index = to_int(v.substr(hash + 1));
-      v = v.substr(0, hash);
-    }
-    const auto it = s.values.find(v);
-    if (it == s.values.end()) return fail(t, fmt::format("use of undefined value '{}' (values from outside a region are not supported: define them inside or pass them as operands)", v));
-    if (index < 0) return name = it->second.name, true;
-    const auto& elems = it->second.shape.elements;
-    if (index >= static_cast<std::int64_t>(elems.size())) return fail(t, fmt::format("'{}' has no result #{}", v, index));
-    const std::string key = fmt::format("{}#{}", v, index);
-    if (const auto got = s.values.find(key); got != s.values.end()) return name = got->second.name, true;
-    name = fmt::format("{}.{}.{}", s.prefix, sanitize(v.substr(1)), index);
-    add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", name, elems[index].hlo, it->second.name, index), t);
-    s.values[key] = {name, elems[index], s.lines.size() - 1};
-    return true;
-  }
-  void add_line(Scope& s, std::string text, const Token& origin) { s.lines.push_back({std::move(text), origin}); }
-  std::string metadata(const Op& op) const {
-    std::string n = op.op_name;
-    if (n.starts_with("#")) {
-      const auto it = m_.loc_aliases.find(n);
-      n = it == m_.loc_aliases.end() ? "" : it->second;
-    }
-    return n.empty() ? "" : fmt::format(", metadata={{op_name=\"{}\"}}", n);
-  }
-  // One HLO instruction for `op`'s result(s).
-  bool emit(const Op& op, Scope& s, const Shape& shape, std::string_view opcode, const std::vector<std::string>& args,
-            const std::string& attrs) {
-    const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
-    const std::string name = fmt::format("{}.{}", s.prefix, base);
-    std::string ops;
-    for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
-    return emit_raw(op, s, shape, opcode, ops, attrs);
-  }
-  bool emit_raw(const Op& op, Scope& s, const Shape& stated, std::string_view opcode, const std::string& ops,
-                const std::string& attrs) {
-    const std::string base = op.results.empty() ? fmt::format("v{}", s.lines.size()) : sanitize(op.results[0].substr(1));
-    const std::string name = fmt::format("{}.{}", s.prefix, base);
-    const HloExtras extras = hlo_extras(op.tokens);
-    const Shape shape = extras.shape.empty() ? stated : hlo_shape(extras.shape);
-    if (const auto code = hlo::opcode_from_name(opcode); code && hlo::opcode_category(*code) == hlo::OpCategory::kCollective) {
-      has_collectives_ = true;
-    }
-    add_line(s, fmt::format("%{} = {} {}({}){}{}{}", name, shape.hlo, opcode, ops, attrs, extras.attrs, metadata(op)), op.at);
-    if (!op.results.empty()) s.values[std::string(op.results[0])] = {name, shape, s.lines.size() - 1};
-    // `%values, %indices = ...`: one name per element of the result tuple.
-    for (std::size_t i = 1; op.results.size() > 1 && i < op.results.size() && i <= shape.elements.size(); ++i) {
-      if (i == 1) {
-        s.values[std::string(op.results[0])] = {name + ".0", shape.elements[0], s.lines.size()};
-        add_line(s, fmt::format("%{}.0 = {} get-tuple-element(%{}), index=0", name, shape.elements[0].hlo, name), op.at);
-      }
-      const std::string n = fmt::format("{}.{}", name, i);
-      add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, name, i), op.at);
-      s.values[std::string(op.results[i])] = {n, shape.elements[i], s.lines.size() - 1};
-    }
-    return true;
-  }
-  bool simple(const Op& op, Scope& s, std::string_view opcode, const std::string& attrs = "") {
-    Shape shape;
-    std::vector<std::string> args;
-    return result_shape(op, shape) && operands(op, s, args) && emit(op, s, shape, opcode, args, attrs);
-  }
+  return simple(op, s, "concatenate", fmt::format(", dimensions={{{}}}", dim[0]));
+}
 
-  // ---- ops ----
-  bool elementwise(const Op& op, Scope& s) {
-    std::string name(op.name.substr(op.name.find('.') + 1));
-    std::replace(name.begin(), name.end(), '_', '-');
-    if (name == "optimization-barrier") name = "opt-barrier";
-    return simple(op, s, name);
+bool Converter::compare(const Op& op, Scope& s) {
+  const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
+  if (dir.empty()) return fail(op.at, "compare needs a direction (EQ, NE, LT, LE, GT, GE)");
+  const std::string type = word_in(op, {"TOTALORDER"});
+  return simple(op, s, "compare", fmt::format(", direction={}{}", dir, type.empty() ? "" : ", type=TOTALORDER"));
+}
+
+bool Converter::dot_general(const Op& op, Scope& s) {
+  std::vector<std::int64_t> lb, rb, lc, rc;
+  ints(op, "batching_dims", lb, &rb);
+  ints(op, "contracting_dims", lc, &rc);
+  ints(op, "lhs_batching_dimensions", lb);
+  ints(op, "rhs_batching_dimensions", rb);
+  ints(op, "lhs_contracting_dimensions", lc);
+  ints(op, "rhs_contracting_dimensions", rc);
+  std::string attrs;
+  if (!lb.empty()) attrs += fmt::format(", lhs_batch_dims={{{}}}", join(lb));
+  attrs += fmt::format(", lhs_contracting_dims={{{}}}", join(lc));
+  if (!rb.empty()) attrs += fmt::format(", rhs_batch_dims={{{}}}", join(rb));
+  attrs += fmt::format(", rhs_contracting_dims={{{}}}", join(rc));
+  return simple(op, s, "dot", attrs + precision_attributes(op.tokens));
+}
+
+bool Converter::dot(const Op& op, Scope& s) {
+  // stablehlo.dot: vector/matrix product contracting lhs's last dimension with rhs's first.
+  const auto types = result_types(op, true);
+  if (types.empty()) return fail(op.at, "dot needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
+  const auto rank = static_cast<std::int64_t>(std::count(types[0].text.begin(), types[0].text.end(), 'x'));
+  return simple(op, s, "dot",
+                fmt::format(", lhs_contracting_dims={{{}}}, rhs_contracting_dims={{0}}", std::max<std::int64_t>(rank - 1, 0)) +
+                    precision_attributes(op.tokens));
+}
+
+bool Converter::slice(const Op& op, Scope& s) {
+  std::vector<std::int64_t> start, limit, strides;
+  if (ints(op, "start_indices", start) && ints(op, "limit_indices", limit)) {
+    ints(op, "strides", strides);
+  } else if (!slice_pretty(op, start, limit, strides)) {
+    return fail(op.at, "slice needs '[start:limit:stride, ...]' or start_indices/limit_indices");
   }
-  bool constant(const Op& op, Scope& s) {
-    Shape shape;
-    if (!result_shape(op, shape)) return false;
-    const auto dense = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kDense; });
-    if (dense == op.tokens.end()) return fail(op.at, "expected a dense<...> or dense_resource<...> value in the constant");
-    std::string literal = "{...}";  // elided: the value does not change the cost
-    if (dense->text.starts_with("dense<") && shape.hlo.ends_with("[]")) {
-      if (!scalar(*dense, shape, literal)) return false;
+  std::string spec;
+  for (std::size_t i = 0; i < start.size() && i < limit.size(); ++i) {
+    spec += fmt::format("{}[{}:{}:{}]", i == 0 ? "" : ", ", start[i], limit[i], i < strides.size() ? strides[i] : 1);
+  }
+  return simple(op, s, "slice", fmt::format(", slice={{{}}}", spec));
+}
+
+bool Converter::slice_pretty(const Op& op, std::vector<std::int64_t>& start, std::vector<std::int64_t>& limit,
+                  std::vector<std::int64_t>& strides) {
+  const auto& t = op.tokens;
+  const auto open = std::find_if(t.begin(), t.end(), [](const Token& x) { return is(x, "["); });
+  if (open == t.end()) return false;
+  std::vector<std::int64_t> group;
+  for (auto it = open + 1; it != t.end() && !is(*it, "]"); ++it) {
+    if (it->kind == TokKind::kNumber) group.push_back(to_int(it->text));
+    if (is(*it, ",") || is(*(it + 1), "]")) {
+      if (group.size() < 2) return false;
+      start.push_back(group[0]);
+      limit.push_back(group[1]);
+      strides.push_back(group.size() > 2 ? group[2] : 1);
+      group.clear();
     }
-    return emit_raw(op, s, shape, "constant", literal, "");
   }
-  bool scalar(const Token& dense, const Shape& shape, std::string& literal) {
-    std::string_view v = dense.text.substr(6, dense.text.size() - 7);
-    if (v.starts_with("\"0x")) return hex_scalar(dense, v.substr(3, v.size() - 4), shape, literal);
-    if (v.starts_with("0x") || v.starts_with("0X")) return float_bits(dense, v.substr(2), shape, literal);
-    if (v.starts_with("(")) return literal = std::string(v), true;
-    if (v == "true" || v == "false" || !v.empty()) return literal = std::string(v), true;
-    return fail(dense, "empty dense<> literal");
+  return !start.empty();
+}
+
+bool Converter::get_tuple_element(const Op& op, Scope& s) {
+  std::vector<std::int64_t> index;
+  if (!ints(op, "index", index) || index.size() != 1) return fail(op.at, "get_tuple_element needs 'index = N'");
+  return simple(op, s, "get-tuple-element", fmt::format(", index={}", index[0]));
+}
+
+bool Converter::custom_call(const Op& op, Scope& s) {
+  const auto target = std::find_if(op.tokens.begin(), op.tokens.end(),
+                                   [](const Token& t) { return t.kind == TokKind::kSymbol || t.kind == TokKind::kString; });
+  if (target == op.tokens.end()) return fail(op.at, "custom_call needs a target (@name or call_target_name)");
+  std::string_view name = target->text.substr(1);
+  if (target->kind == TokKind::kString) name = name.substr(0, name.size() - 1);
+  if (name.starts_with("\"")) name = name.substr(1, name.size() - 2);
+  return simple(op, s, "custom-call", fmt::format(", custom_call_target=\"{}\"{}", name, api_version_attribute(op.tokens)));
+}
+
+bool Converter::call(const Op& op, Scope& s) {
+  const auto callee = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kSymbol; });
+  if (callee == op.tokens.end()) return fail(op.at, "call needs a callee '@name'");
+  const std::string_view name = callee->text.substr(1);
+  const auto f = std::find_if(m_.funcs.begin(), m_.funcs.end(), [&](const Func& x) { return x.name == name; });
+  if (f == m_.funcs.end()) return fail(*callee, fmt::format("call to undefined function '@{}'", name));
+  if (!function(*f, false)) return false;
+  return simple(op, s, "call", fmt::format(", to_apply=%{}", sanitize(name)));
+}
+
+bool Converter::ret(const Op& op, Scope& s) {
+  std::vector<std::string> args;
+  if (!operands(op, s, args)) return false;
+  for (const Token& t : s.extra_returns) {
+    std::string n;
+    if (!use(t, s, n)) return false;
+    args.push_back(n);
   }
-  // `dense<0x7F800000>`: a float's bit pattern, as MLIR prints non-finite values.
-  bool float_bits(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
-    std::uint64_t bits = 0;
-    std::from_chars(hex.data(), hex.data() + hex.size(), bits, 16);
-    const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
-    if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
-    if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
-    if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
-    if (e == "f16") {  // widen: sign, 5-bit exponent (all ones: inf/nan), 10-bit fraction
-      const bool special = ((bits >> 10) & 0x1F) == 0x1F;
-      const bool neg = (bits & 0x8000) != 0;
-      if (special) return literal = (bits & 0x3FF) != 0 ? "nan" : (neg ? "-inf" : "inf"), true;
-    }
-    return fail(dense, fmt::format("hexadecimal constant of type {} is not supported", e));
+  if (args.size() == 1) return s.root = args[0], true;
+  std::vector<std::string> shapes;
+  std::string ops;
+  for (const auto& a : args) {
+    const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == a; });
+    shapes.push_back(it->second.shape.hlo);
+    ops += (ops.empty() ? "%" : ", %") + a;
   }
-  bool hex_scalar(const Token& dense, std::string_view hex, const Shape& shape, std::string& literal) {
-    std::uint64_t bits = 0;
-    // The blob is little-endian bytes.
-    for (std::size_t i = 0; i + 1 < hex.size() && i < 16; i += 2) {
-      std::uint64_t byte = 0;
-      std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
-      bits |= byte << (4 * i);
-    }
-    const std::string e = shape.hlo.substr(0, shape.hlo.find('['));
-    if (e == "f32") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits))), true;
-    if (e == "f64") return literal = fmt::format("{}", std::bit_cast<double>(bits)), true;
-    if (e == "bf16") return literal = fmt::format("{}", std::bit_cast<float>(static_cast<std::uint32_t>(bits << 16))), true;
-    if (e.starts_with("s") || e.starts_with("u")) return literal = std::to_string(bits), true;
-    if (e == "pred") return literal = bits != 0 ? "true" : "false", true;
-    return fail(dense, fmt::format("hex scalar constant of type {} is not supported", e));
+  const std::string name = s.prefix + ".tuple";
+  add_line(s, fmt::format("%{} = ({}) tuple({})", name, fmt::join(shapes, ", "), ops), op.at);
+  s.root = name;
+  return true;
+}
+
+bool Converter::convert_op(const Op& op, Scope& s) {
+  for (const Rule& r : rules()) {
+    if (op.name == r.name) return (this->*r.handler)(op, s);
   }
-  bool broadcast(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dims;
-    if (!ints(op, "dims", dims) && !ints(op, "broadcast_dimensions", dims)) {
-      return fail(op.at, "broadcast_in_dim needs 'dims = [...]' (or broadcast_dimensions)");
-    }
-    return simple(op, s, "broadcast", fmt::format(", dimensions={{{}}}", join(dims)));
+  std::string hlo_name(op.name.substr(op.name.find('.') + 1));
+  std::replace(hlo_name.begin(), hlo_name.end(), '_', '-');
+  const auto code = hlo::opcode_from_name(hlo_name);
+  if (op.name.starts_with("stablehlo.") && code && !has_spec_attributes(hlo_name) &&
+      (hlo::opcode_is_elementwise(*code) || hlo_name == "reshape" || hlo_name == "convert" ||
+       hlo_name == "bitcast-convert" || hlo_name == "tuple" || hlo_name == "reverse" || hlo_name == "clamp")) {
+    if (hlo_name == "reverse") return reverse(op, s);
+    return elementwise(op, s);
   }
-  bool transpose(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dims;
-    if (!ints(op, "dims", dims) && !ints(op, "permutation", dims)) return fail(op.at, "transpose needs 'dims = [...]'");
-    return simple(op, s, "transpose", fmt::format(", dimensions={{{}}}", join(dims)));
-  }
-  bool iota(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dim;
-    if ((!ints(op, "dim", dim) && !ints(op, "iota_dimension", dim)) || dim.size() != 1) {
-      return fail(op.at, "iota needs 'dim = N'");
-    }
-    return simple(op, s, "iota", fmt::format(", iota_dimension={}", dim[0]));
-  }
-  bool concatenate(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dim;
-    if ((!ints(op, "dim", dim) && !ints(op, "dimension", dim)) || dim.size() != 1) {
-      return fail(op.at, "concatenate needs 'dim = N'");
-    }
-    return simple(op, s, "concatenate", fmt::format(", dimensions={{{}}}", dim[0]));
-  }
-  bool compare(const Op& op, Scope& s) {
-    const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
-    if (dir.empty()) return fail(op.at, "compare needs a direction (EQ, NE, LT, LE, GT, GE)");
-    const std::string type = word_in(op, {"TOTALORDER"});
-    return simple(op, s, "compare", fmt::format(", direction={}{}", dir, type.empty() ? "" : ", type=TOTALORDER"));
-  }
-  bool dot_general(const Op& op, Scope& s) {
-    std::vector<std::int64_t> lb, rb, lc, rc;
-    ints(op, "batching_dims", lb, &rb);
-    ints(op, "contracting_dims", lc, &rc);
-    ints(op, "lhs_batching_dimensions", lb);
-    ints(op, "rhs_batching_dimensions", rb);
-    ints(op, "lhs_contracting_dimensions", lc);
-    ints(op, "rhs_contracting_dimensions", rc);
-    std::string attrs;
-    if (!lb.empty()) attrs += fmt::format(", lhs_batch_dims={{{}}}", join(lb));
-    attrs += fmt::format(", lhs_contracting_dims={{{}}}", join(lc));
-    if (!rb.empty()) attrs += fmt::format(", rhs_batch_dims={{{}}}", join(rb));
-    attrs += fmt::format(", rhs_contracting_dims={{{}}}", join(rc));
-    return simple(op, s, "dot", attrs);
-  }
-  bool dot(const Op& op, Scope& s) {
-    // stablehlo.dot: vector/matrix product contracting lhs's last dimension with rhs's first.
-    const auto types = result_types(op, true);
-    if (types.empty()) return fail(op.at, "dot needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
-    const auto rank = static_cast<std::int64_t>(std::count(types[0].text.begin(), types[0].text.end(), 'x'));
-    return simple(op, s, "dot", fmt::format(", lhs_contracting_dims={{{}}}, rhs_contracting_dims={{0}}", std::max<std::int64_t>(rank - 1, 0)));
-  }
-  bool slice(const Op& op, Scope& s) {
-    std::vector<std::int64_t> start, limit, strides;
-    if (ints(op, "start_indices", start) && ints(op, "limit_indices", limit)) {
-      ints(op, "strides", strides);
-    } else if (!slice_pretty(op, start, limit, strides)) {
-      return fail(op.at, "slice needs '[start:limit:stride, ...]' or start_indices/limit_indices");
-    }
-    std::string spec;
-    for (std::size_t i = 0; i < start.size() && i < limit.size(); ++i) {
-      spec += fmt::format("{}[{}:{}:{}]", i == 0 ? "" : ", ", start[i], limit[i], i < strides.size() ? strides[i] : 1);
-    }
-    return simple(op, s, "slice", fmt::format(", slice={{{}}}", spec));
-  }
-  // `%x [0:2, 1:4:2]`: the numbers between '[' and ']' in start:limit[:stride] groups.
-  bool slice_pretty(const Op& op, std::vector<std::int64_t>& start, std::vector<std::int64_t>& limit,
-                    std::vector<std::int64_t>& strides) {
-    const auto& t = op.tokens;
-    const auto open = std::find_if(t.begin(), t.end(), [](const Token& x) { return is(x, "["); });
-    if (open == t.end()) return false;
-    std::vector<std::int64_t> group;
-    for (auto it = open + 1; it != t.end() && !is(*it, "]"); ++it) {
-      if (it->kind == TokKind::kNumber) group.push_back(to_int(it->text));
-      if (is(*it, ",") || is(*(it + 1), "]")) {
-        if (group.size() < 2) return false;
-        start.push_back(group[0]);
-        limit.push_back(group[1]);
-        strides.push_back(group.size() > 2 ? group[2] : 1);
-        group.clear();
+  if (op.name.starts_with("chlo.broadcast_")) return chlo_broadcast(op, s);
+  if (is_expanded_chlo(op.name)) return chlo_expand(op, s);
+  if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
+  return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
+}
+
+bool Converter::generic_form(const Op& op, const std::string& opcode) {
+  if (opcode.empty() || (!hlo::opcode_from_name(opcode) && !op.name.starts_with("mhlo."))) return false;
+  static const std::set<std::string, std::less<>> kNoAttributes = {"after-all", "partition-id", "replica-id",
+                                                                   "opt-barrier", "real", "imag", "complex",
+                                                                   "dynamic-update-slice", "cholesky"};
+  const bool branches_with_operands = opcode == "conditional" && !op.regions.empty() && !op.regions[0].args.empty();
+  return op.name.starts_with("mhlo.") || hlo_extras(op.tokens).any_hlo || kNoAttributes.contains(opcode) ||
+         branches_with_operands || (op.name.starts_with("stablehlo.") && has_spec_attributes(opcode));
+}
+
+bool Converter::generic(const Op& op, Scope& s, const std::string& opcode) {
+  std::string kind;
+  for (const AttrEntry& e : attr_entries(op.tokens)) {
+    if (e.name == "fusion_kind") {
+      for (std::size_t k = e.value; k < op.tokens.size() && kind.empty(); ++k) {
+        if (op.tokens[k].text.starts_with("k") && op.tokens[k].kind == TokKind::kIdent) kind = op.tokens[k].text;
       }
-    }
-    return !start.empty();
-  }
-  bool get_tuple_element(const Op& op, Scope& s) {
-    std::vector<std::int64_t> index;
-    if (!ints(op, "index", index) || index.size() != 1) return fail(op.at, "get_tuple_element needs 'index = N'");
-    return simple(op, s, "get-tuple-element", fmt::format(", index={}", index[0]));
-  }
-  bool custom_call(const Op& op, Scope& s) {
-    const auto target = std::find_if(op.tokens.begin(), op.tokens.end(),
-                                     [](const Token& t) { return t.kind == TokKind::kSymbol || t.kind == TokKind::kString; });
-    if (target == op.tokens.end()) return fail(op.at, "custom_call needs a target (@name or call_target_name)");
-    std::string_view name = target->text.substr(1);
-    if (target->kind == TokKind::kString) name = name.substr(0, name.size() - 1);
-    if (name.starts_with("\"")) name = name.substr(1, name.size() - 2);
-    return simple(op, s, "custom-call", fmt::format(", custom_call_target=\"{}\"", name));
-  }
-  bool call(const Op& op, Scope& s) {
-    const auto callee = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return t.kind == TokKind::kSymbol; });
-    if (callee == op.tokens.end()) return fail(op.at, "call needs a callee '@name'");
-    const std::string_view name = callee->text.substr(1);
-    const auto f = std::find_if(m_.funcs.begin(), m_.funcs.end(), [&](const Func& x) { return x.name == name; });
-    if (f == m_.funcs.end()) return fail(*callee, fmt::format("call to undefined function '@{}'", name));
-    if (!function(*f, false)) return false;
-    return simple(op, s, "call", fmt::format(", to_apply=%{}", sanitize(name)));
-  }
-  bool ret(const Op& op, Scope& s) {
-    std::vector<std::string> args;
-    if (!operands(op, s, args)) return false;
-    for (const Token& t : s.extra_returns) {
-      std::string n;
-      if (!use(t, s, n)) return false;
-      args.push_back(n);
-    }
-    if (args.size() == 1) return s.root = args[0], true;
-    std::vector<std::string> shapes;
-    std::string ops;
-    for (const auto& a : args) {
-      const auto it = std::find_if(s.values.begin(), s.values.end(), [&](const auto& kv) { return kv.second.name == a; });
-      shapes.push_back(it->second.shape.hlo);
-      ops += (ops.empty() ? "%" : ", %") + a;
-    }
-    const std::string name = s.prefix + ".tuple";
-    add_line(s, fmt::format("%{} = ({}) tuple({})", name, fmt::join(shapes, ", "), ops), op.at);
-    s.root = name;
-    return true;
-  }
-  // reduce: `applies stablehlo.add` (one line) or a reducer region.
-  bool reduce(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dims;
-    if (!ints(op, "dimensions", dims)) return fail(op.at, "reduce needs 'dimensions = [...]'");
-    std::string body;
-    if (op.regions.size() == 1) {
-      if (!region(op.regions[0], s, body)) return false;
-    } else if (!applies(op, s, body)) {
-      return false;
-    }
-    Shape shape;
-    std::vector<std::string> args;
-    if (!result_shape(op, shape) || !operands(op, s, args)) return false;
-    // Pretty `(%x init: %x0), (%y init: %y0)`: HLO takes the inputs, then the inits.
-    if (std::any_of(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return is(t, "init"); }) && args.size() % 2 == 0) {
-      std::vector<std::string> ordered;
-      for (std::size_t i = 0; i < args.size(); i += 2) ordered.push_back(args[i]);
-      for (std::size_t i = 1; i < args.size(); i += 2) ordered.push_back(args[i]);
-      args = std::move(ordered);
-    }
-    return emit(op, s, shape, "reduce", args, fmt::format(", dimensions={{{}}}, to_apply=%{}", join(dims), body));
-  }
-  // `applies stablehlo.add`: a two-parameter scalar computation of that op.
-  bool applies(const Op& op, Scope& s, std::string& body) {
-    const auto at = std::find_if(op.tokens.begin(), op.tokens.end(), [](const Token& t) { return is(t, "applies"); });
-    if (at == op.tokens.end() || at + 1 == op.tokens.end()) return fail(op.at, "reduce needs 'applies <op>' or a reducer region");
-    const auto types = result_types(op, true);
-    Shape scalar;
-    if (types.empty() || !shape_of(types.back(), scalar)) return false;
-    const std::string e = scalar.hlo.substr(0, scalar.hlo.find('[')) + "[]";
-    std::string fn((at + 1)->text.substr((at + 1)->text.find('.') + 1));
-    std::replace(fn.begin(), fn.end(), '_', '-');
-    if (!hlo::opcode_from_name(fn)) return fail(*(at + 1), fmt::format("unknown reducer op '{}'", (at + 1)->text));
-    body = fmt::format("{}.region{}", s.prefix, regions_++);
-    out_.text += fmt::format("%{} {{\n", body);
-    out_.origin.push_back(*(at + 1));
-    for (const auto& l : {fmt::format("  %{0}.a = {1} parameter(0)", body, e), fmt::format("  %{0}.b = {1} parameter(1)", body, e),
-                          fmt::format("  ROOT %{0}.r = {1} {2}(%{0}.a, %{0}.b)", body, e, fn), std::string("}\n")}) {
-      out_.text += l + (l.ends_with("\n") ? "" : "\n");
-      out_.origin.push_back(*(at + 1));
-    }
-    return true;
-  }
-  // while: one tuple operand, condition and body computations over it.
-  bool while_loop(const Op& op, Scope& s) {
-    if (op.regions.size() != 2) return fail(op.at, "while needs a cond and a body region");
-    // HLO's form (printer.h): one tuple operand, each region's one argument is that tuple.
-    if (const auto types = result_types(op, true); types.size() == 1 && types[0].text.starts_with("tuple<")) {
-      return generic(op, s, "while");
-    }
-    std::vector<std::string> args;
-    if (!operands(op, s, args)) return false;
-    Shape shape;
-    const auto types = result_types(op, true);
-    if (!tuple_shape(types, shape)) return false;
-    if (args.size() != types.size()) return fail(op.at, fmt::format("while has {} operands but {} types", args.size(), types.size()));
-    std::vector<BlockArg> iter;
-    for (std::size_t i = 0; i + 1 < op.tokens.size(); ++i) {
-      if (op.tokens[i].kind == TokKind::kValue && is(op.tokens[i + 1], "=")) iter.push_back({op.tokens[i].text, types[iter.size() % types.size()], {}});
-    }
-    // Values of the function the regions use (implicit captures) ride along
-    // as extra loop values, returned unchanged by the body, as XLA's
-    // conversion passes them.
-    std::vector<Token> caps;
-    for (const Region& r : op.regions) {
-      std::set<std::string_view> defined;
-      for (const auto& b : iter) defined.insert(b.name);
-      captures(r, defined, caps);
-    }
-    std::vector<std::string> hlos;
-    for (const auto& e : shape.elements) hlos.push_back(e.hlo);
-    std::vector<std::pair<Token, std::string>> constants;
-    std::vector<Token> carried;
-    for (const Token& c : caps) {
-      std::string n;
-      if (!use(c, s, n)) return false;
-      // A captured constant is re-created in the loop's computations, so a
-      // limit like `i < 10` stays visible to the trip-count analysis.
-      const Value& v = s.values.find(c.text)->second;
-      const std::string& def = s.lines[v.line].text;
-      if (const auto eq = def.find(" = "); eq != std::string::npos && def.find(" constant(") != std::string::npos) {
-        constants.emplace_back(c, def.substr(eq + 3));
-        continue;
-      }
-      carried.push_back(c);
-      args.push_back(n);
-      shape.elements.push_back(s.values.find(c.text)->second.shape);
-      hlos.push_back(shape.elements.back().hlo);
-    }
-    shape.hlo = fmt::format("({})", fmt::join(hlos, ", "));
-    std::string cond, body;
-    for (std::size_t i = 0; i < 2; ++i) {
-      std::vector<BlockArg> region_iter = iter.empty() ? op.regions[i].args : iter;
-      for (const Token& c : carried) region_iter.push_back({c.text, c, {}});
-      if (!tuple_region(op.regions[i], region_iter, shape, s, i == 0 ? cond : body,
-                        i == 1 ? carried : std::vector<Token>{}, constants)) {
-        return false;
-      }
-    }
-    std::string ops;
-    for (const auto& a : args) ops += (ops.empty() ? "%" : ", %") + a;
-    const std::string tuple = fmt::format("{}.while_init{}", s.prefix, s.lines.size());
-    add_line(s, fmt::format("%{} = {} tuple({})", tuple, shape.hlo, ops), op.at);
-    return emit(op, s, shape, "while", {tuple}, fmt::format(", condition=%{}, body=%{}", cond, body));
-  }
-  // A region whose block arguments are the elements of one tuple parameter.
-  bool tuple_region(const Region& r, std::vector<BlockArg> iter, const Shape& shape, Scope& outer, std::string& name,
-                    std::vector<Token> extra_returns = {}, const std::vector<std::pair<Token, std::string>>& constants = {}) {
-    if (iter.empty()) iter = r.args;
-    Scope s;
-    s.extra_returns = std::move(extra_returns);
-    for (const auto& [tok, text] : constants) {
-      const std::string n = fmt::format("{}.{}", fmt::format("{}.region{}", outer.prefix, regions_), sanitize(tok.text.substr(1)));
-      add_line(s, fmt::format("%{} = {}", n, text), tok);
-      s.values[std::string(tok.text)] = {n, outer.values.find(tok.text)->second.shape, s.lines.size() - 1};
-    }
-    s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
-    const std::string p = s.prefix + ".arg";
-    add_line(s, fmt::format("%{} = {} parameter(0)", p, shape.hlo), r.ops.empty() ? Token{} : r.ops[0].at);
-    s.params.push_back({p, shape, 0});
-    for (std::size_t i = 0; i < iter.size() && i < shape.elements.size(); ++i) {
-      const std::string n = fmt::format("{}.{}", s.prefix, sanitize(iter[i].name.substr(1)));
-      add_line(s, fmt::format("%{} = {} get-tuple-element(%{}), index={}", n, shape.elements[i].hlo, p, i), iter[i].type);
-      s.values[std::string(iter[i].name)] = {n, shape.elements[i], s.lines.size() - 1};
-    }
-    return body(r, s, false, name);
-  }
-  // A region with scalar (or tensor) block arguments as parameters (reduce bodies).
-  // `from`: values the block arguments stand for (a fusion's operands, a
-  // while's tuple): an argument of their type takes their layout.
-  bool region(const Region& r, Scope& outer, std::string& name, const std::vector<Value>& from = {}) {
-    Scope s;
-    s.prefix = name = fmt::format("{}.region{}", outer.prefix, regions_++);
-    if (!parameters(r.args, s, from)) return false;
-    return body(r, s, false, name);
-  }
-  bool parameters(const std::vector<BlockArg>& args, Scope& s, const std::vector<Value>& from = {}) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      Shape shape;
-      if (!shape_of(args[i].type, shape)) return false;
-      if (from.size() == args.size() && strip_layouts(from[i].shape.hlo) == shape.hlo) shape = from[i].shape;
-      const HloExtras extras = hlo_extras(args[i].attrs);
-      if (!extras.shape.empty()) shape = hlo_shape(extras.shape);
-      const std::string n = fmt::format("{}.{}", s.prefix, sanitize(args[i].name.substr(1)));
-      add_line(s, fmt::format("%{} = {} parameter({}){}", n, shape.hlo, i, extras.attrs), args[i].type);
-      s.values[std::string(args[i].name)] = {n, shape, s.lines.size() - 1};
-      s.params.push_back(s.values[std::string(args[i].name)]);
-    }
-    return true;
-  }
-  // Converts the ops of `r` into computation `name` and appends it to the output.
-  bool body(const Region& r, Scope& s, bool entry, const std::string& name) {
-    for (const Op& op : r.ops) {
-      if (!convert_op(op, s)) return false;
-    }
-    if (s.root.empty()) return fail(r.ops.empty() ? Token{} : r.ops.back().at, "region has no return");
-    Token header = s.lines.empty() ? Token{} : s.lines.front().origin;
-    out_.text += fmt::format("{}%{} {{\n", entry ? "ENTRY " : "", name);
-    out_.origin.push_back(header);
-    for (const auto& l : s.lines) {
-      const bool root = l.text.starts_with("%" + s.root + " ");
-      out_.text += fmt::format("  {}{}\n", root ? "ROOT " : "", l.text);
-      out_.origin.push_back(l.origin);
-    }
-    out_.text += "}\n\n";
-    out_.origin.push_back(header);
-    out_.origin.push_back(header);
-    return true;
-  }
-  bool function(const Func& f, bool entry) {
-    if (done_.contains(f.name)) return true;
-    if (active_.contains(f.name)) return fail(f.at, fmt::format("recursive call of '@{}': HLO has no recursion", f.name));
-    active_.insert(std::string(f.name));
-    Scope s;
-    s.prefix = sanitize(f.name);
-    const bool ok = parameters(f.body.args, s) && body(f.body, s, entry, s.prefix);
-    active_.erase(std::string(f.name));
-    done_.insert(std::string(f.name));
-    return ok;
-  }
-  bool convert_op(const Op& op, Scope& s) {
-    for (const Rule& r : rules()) {
-      if (op.name == r.name) return (this->*r.handler)(op, s);
-    }
-    std::string hlo_name(op.name.substr(op.name.find('.') + 1));
-    std::replace(hlo_name.begin(), hlo_name.end(), '_', '-');
-    const auto code = hlo::opcode_from_name(hlo_name);
-    if (op.name.starts_with("stablehlo.") && code &&
-        (hlo::opcode_is_elementwise(*code) || hlo_name == "reshape" || hlo_name == "convert" ||
-         hlo_name == "bitcast-convert" || hlo_name == "tuple" || hlo_name == "reverse" || hlo_name == "clamp")) {
-      if (hlo_name == "reverse") return reverse(op, s);
-      return elementwise(op, s);
-    }
-    if (op.name.starts_with("chlo.broadcast_")) return chlo_broadcast(op, s);
-    if (const std::string opcode = hlo_opcode_of(op.name); generic_form(op, opcode)) return generic(op, s, opcode);
-    return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
-  }
-  // Values `r` (with its nested regions) uses but does not define, in first-use order.
-  static void captures(const Region& r, std::set<std::string_view>& defined, std::vector<Token>& out) {
-    for (const auto& a : r.args) defined.insert(a.name);
-    for (const Op& op : r.ops) {
-      for (std::size_t i = 0; i < op.tokens.size(); ++i) {
-        Token t = op.tokens[i];
-        if (t.kind != TokKind::kValue || t.text.starts_with("^")) continue;
-        if (i + 1 < op.tokens.size() && is(op.tokens[i + 1], "=")) {
-          defined.insert(t.text);
-          continue;
-        }
-        t.text = t.text.substr(0, t.text.find('#'));
-        const bool seen = std::any_of(out.begin(), out.end(), [&](const Token& o) { return o.text == t.text; });
-        if (!defined.contains(t.text) && !seen) out.push_back(t);
-      }
-      for (const Region& nested : op.regions) captures(nested, defined, out);
-      for (const auto& res : op.results) defined.insert(res);
+    } else if (!is_extra_attribute(e.name) && !is_spec_attribute(opcode, e.name)) {
+      return fail(op.tokens[e.value], fmt::format("attribute '{}' of '{}' is not supported", e.name, op.name));
     }
   }
-  // if/case whose branches use values of the enclosing function (JAX's
-  // form): as XLA's conversion does, each branch's captured values become
-  // its operand (a tuple) and the branch computation's parameter.
-  bool conditional(const Op& op, Scope& s) {
-    if (!op.regions.empty() && !op.regions[0].args.empty()) return generic(op, s, "conditional");
-    std::vector<Value> sel;
-    if (!operand_values(op, s, sel)) return false;
-    if (sel.size() != 1) return fail(op.at, fmt::format("'{}' takes one operand (the predicate or the branch index)", op.name));
-    Shape shape;
-    if (!result_shape(op, shape)) return false;
-    std::vector<std::string> operands{sel[0].name}, comps;
-    for (const Region& r : op.regions) {
-      std::set<std::string_view> defined;
-      std::vector<Token> caps;
-      captures(r, defined, caps);
-      std::vector<BlockArg> iter;
-      std::vector<std::string> names;
-      Shape tuple;
-      std::vector<std::string> shapes;
-      for (const Token& c : caps) {
-        std::string n;
-        if (!use(c, s, n)) return false;
-        const Value& v = s.values.find(c.text)->second;
-        iter.push_back({c.text, c, {}});
-        names.push_back("%" + n);
-        shapes.push_back(v.shape.hlo);
-        tuple.elements.push_back(v.shape);
-      }
-      tuple.hlo = fmt::format("({})", fmt::join(shapes, ", "));
-      const std::string t = fmt::format("{}.branch_args{}", s.prefix, s.lines.size());
-      add_line(s, fmt::format("%{} = {} tuple({})", t, tuple.hlo, fmt::join(names, ", ")), op.at);
-      operands.push_back(t);
-      std::string comp;
-      if (!tuple_region(r, iter, tuple, s, comp)) return false;
-      comps.push_back("%" + comp);
-    }
-    std::string attrs;
-    if (sel[0].shape.hlo.starts_with("pred[]") && comps.size() == 2) {
-      attrs = fmt::format(", true_computation={}, false_computation={}", comps[0], comps[1]);
-    } else {
-      attrs = fmt::format(", branch_computations={{{}}}", fmt::join(comps, ", "));
-    }
-    return emit(op, s, shape, "conditional", operands, attrs);
+  std::vector<Value> args;
+  Shape shape;
+  if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
+  const bool pred = !args.empty() && args[0].shape.hlo.starts_with("pred[]");
+  const RegionAttrs names = region_attributes(opcode, pred);
+  std::vector<std::string> comps;
+  for (std::size_t i = 0; i < op.regions.size(); ++i) {
+    std::vector<Value> from = args;
+    if (opcode == "conditional") from = i + 1 < args.size() ? std::vector<Value>{args[i + 1]} : std::vector<Value>{};
+    std::string name;
+    if (!region(op.regions[i], s, name, from, op)) return false;
+    comps.push_back("%" + name);
   }
-  // An op printed from HLO (printer.h): its HLO attributes are `hlo.*`
-  // entries, it is an mhlo op, or it needs no attribute at all.
-  bool generic_form(const Op& op, const std::string& opcode) {
-    if (opcode.empty() || (!hlo::opcode_from_name(opcode) && !op.name.starts_with("mhlo."))) return false;
-    static const std::set<std::string, std::less<>> kNoAttributes = {"after-all", "partition-id", "replica-id",
-                                                                     "opt-barrier", "real", "imag", "complex",
-                                                                     "dynamic-update-slice", "cholesky"};
-    const bool branches_with_operands = opcode == "conditional" && !op.regions.empty() && !op.regions[0].args.empty();
-    return op.name.starts_with("mhlo.") || hlo_extras(op.tokens).any_hlo || kNoAttributes.contains(opcode) ||
-           branches_with_operands || (op.name.starts_with("stablehlo.") && has_spec_attributes(opcode));
+  if (!names.is_list && comps.size() > names.names.size()) return fail(op.at, fmt::format("'{}' has too many regions", op.name));
+  std::string attrs;
+  if (names.is_list && !comps.empty()) attrs = fmt::format(", {}={{{}}}", names.names[0], fmt::join(comps, ", "));
+  for (std::size_t i = 0; !names.is_list && i < comps.size(); ++i) attrs += fmt::format(", {}={}", names.names[i], comps[i]);
+  if (!kind.empty()) attrs += ", kind=" + kind;
+  if (std::string error; !spec_attributes(opcode, op.tokens, attrs, error)) return fail(op.at, error);
+  std::vector<std::string> arg_names;
+  for (const auto& a : args) arg_names.push_back(a.name);
+  return emit(op, s, shape, opcode, arg_names, attrs);
+}
+
+bool Converter::convolution(const Op& op, Scope& s) {
+  // Printed by an earlier `tpusim convert`: the window and labels as `hlo.*` text.
+  for (const AttrEntry& e : attr_entries(op.tokens)) {
+    if (e.name == "hlo.dim_labels") return generic(op, s, "convolution");
   }
-  // Operands, result, `hlo.*` attributes and regions, one to one.
-  bool generic(const Op& op, Scope& s, const std::string& opcode) {
-    std::string kind;
-    for (const AttrEntry& e : attr_entries(op.tokens)) {
-      if (e.name == "fusion_kind") {
-        for (std::size_t k = e.value; k < op.tokens.size() && kind.empty(); ++k) {
-          if (op.tokens[k].text.starts_with("k") && op.tokens[k].kind == TokKind::kIdent) kind = op.tokens[k].text;
-        }
-      } else if (!is_extra_attribute(e.name) && !is_spec_attribute(opcode, e.name)) {
-        return fail(op.tokens[e.value], fmt::format("attribute '{}' of '{}' is not supported", e.name, op.name));
-      }
-    }
-    std::vector<Value> args;
-    Shape shape;
-    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
-    const bool pred = !args.empty() && args[0].shape.hlo.starts_with("pred[]");
-    const RegionAttrs names = region_attributes(opcode, pred);
-    std::vector<std::string> comps;
-    for (std::size_t i = 0; i < op.regions.size(); ++i) {
-      std::vector<Value> from = args;
-      if (opcode == "conditional") from = i + 1 < args.size() ? std::vector<Value>{args[i + 1]} : std::vector<Value>{};
-      std::string name;
-      if (!region(op.regions[i], s, name, from)) return false;
-      comps.push_back("%" + name);
-    }
-    if (!names.is_list && comps.size() > names.names.size()) return fail(op.at, fmt::format("'{}' has too many regions", op.name));
-    std::string attrs;
-    if (names.is_list && !comps.empty()) attrs = fmt::format(", {}={{{}}}", names.names[0], fmt::join(comps, ", "));
-    for (std::size_t i = 0; !names.is_list && i < comps.size(); ++i) attrs += fmt::format(", {}={}", names.names[i], comps[i]);
-    if (!kind.empty()) attrs += ", kind=" + kind;
-    if (std::string error; !spec_attributes(opcode, op.tokens, attrs, error)) return fail(op.at, error);
-    std::vector<std::string> arg_names;
-    for (const auto& a : args) arg_names.push_back(a.name);
-    return emit(op, s, shape, opcode, arg_names, attrs);
+  // The kernel's type: the second operand type of `: (lhs, rhs) -> result`.
+  std::size_t colon = 0;
+  int depth = 0;
+  for (std::size_t i = 0; i < op.tokens.size(); ++i) {
+    if (opens(op.tokens[i])) ++depth;
+    if (closes(op.tokens[i])) --depth;
+    if (depth == 0 && is(op.tokens[i], ":")) colon = i;
   }
-  bool convolution(const Op& op, Scope& s) {
-    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "convolution");  // printed from HLO
-    // The kernel's type: the second operand type of `: (lhs, rhs) -> result`.
-    std::size_t colon = 0;
-    int depth = 0;
-    for (std::size_t i = 0; i < op.tokens.size(); ++i) {
-      if (opens(op.tokens[i])) ++depth;
-      if (closes(op.tokens[i])) --depth;
-      if (depth == 0 && is(op.tokens[i], ":")) colon = i;
-    }
-    std::vector<Token> types;
-    for (std::size_t i = colon; i < op.tokens.size() && !is(op.tokens[i], "->"); ++i) {
-      if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
-    }
-    if (types.size() < 2) return fail(op.at, "convolution needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
-    std::vector<std::int64_t> kernel;
-    std::string_view k = types[1].text;
-    k = k.substr(7);
-    while (!k.empty() && std::isdigit(static_cast<unsigned char>(k[0]))) {
-      kernel.push_back(to_int(k));
-      k = k.substr(std::min(k.find('x'), k.size() - 1) + 1);
-    }
-    std::string attrs, error;
-    if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
-    return simple(op, s, "convolution", attrs);
+  std::vector<Token> types;
+  for (std::size_t i = colon; i < op.tokens.size() && !is(op.tokens[i], "->"); ++i) {
+    if (op.tokens[i].kind == TokKind::kType) types.push_back(op.tokens[i]);
   }
-  // chlo ops XLA has an HLO op for: erf, tan, top_k (XLA's TopK: values and indices).
-  bool chlo_unary(const Op& op, Scope& s) {
-    if (op.name == "chlo.top_k") {
-      std::vector<std::int64_t> k;
-      if (!ints(op, "k", k) || k.size() != 1) return fail(op.at, "chlo.top_k needs 'k = N'");
-      return simple(op, s, "topk", fmt::format(", k={}, largest=true", k[0]));
-    }
-    return simple(op, s, op.name.substr(5));
+  if (types.size() < 2) return fail(op.at, "convolution needs its operand types: ': (tensor<...>, tensor<...>) -> tensor<...>'");
+  std::vector<std::int64_t> kernel;
+  std::string_view k = types[1].text;
+  k = k.substr(7);
+  while (!k.empty() && std::isdigit(static_cast<unsigned char>(k[0]))) {
+    kernel.push_back(to_int(k));
+    k = k.substr(std::min(k.find('x'), k.size() - 1) + 1);
   }
-  static std::vector<std::int64_t> dims_of(const std::string& hlo) {
-    std::vector<std::int64_t> out;
-    const auto open = hlo.find('['), close = hlo.find(']');
-    if (open == std::string::npos || close == std::string::npos || close == open + 1) return out;
-    for (std::string_view d(hlo.data() + open + 1, close - open - 1); !d.empty();) {
-      out.push_back(to_int(d));
-      const auto comma = d.find(',');
-      d = comma == std::string_view::npos ? std::string_view() : d.substr(comma + 1);
-    }
-    return out;
+  std::string attrs, error;
+  if (!conv_attributes(op.tokens, kernel, attrs, error)) return fail(op.at, error);
+  return simple(op, s, "convolution", attrs + precision_attributes(op.tokens));
+}
+
+bool Converter::rng_bit_generator(const Op& op, Scope& s) {
+  // Printed by an earlier `tpusim convert`: the algorithm as `hlo.*` text.
+  for (const AttrEntry& e : attr_entries(op.tokens)) {
+    if (e.name == "hlo.algorithm") return generic(op, s, "rng-bit-generator");
   }
-  // chlo.broadcast_<op>: each operand broadcast to the result's dimensions
-  // (numpy's trailing alignment, or broadcast_dimensions), size-1
-  // dimensions reshaped away first, then the elementwise op, as XLA's
-  // chlo legalization does.
-  bool chlo_broadcast(const Op& op, Scope& s) {
-    std::vector<Value> args;
-    Shape shape;
-    if (!operand_values(op, s, args) || !result_shape(op, shape)) return false;
-    const auto out_dims = dims_of(shape.hlo);
-    std::vector<std::int64_t> mapping;
-    const bool given = ints(op, "broadcast_dimensions", mapping);
-    std::vector<std::string> names;
-    for (const Value& a : args) {
-      const auto in = dims_of(a.shape.hlo);
-      const std::string etype = a.shape.hlo.substr(0, a.shape.hlo.find('['));
-      if (in == out_dims) {
-        names.push_back(a.name);
-        continue;
-      }
-      if (in.size() > out_dims.size()) return fail(op.at, fmt::format("'{}': an operand has a higher rank than the result", op.name));
-      std::vector<std::int64_t> kept_dims, kept_map;
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        const std::int64_t to = given && i < mapping.size() ? mapping[i] : static_cast<std::int64_t>(out_dims.size() - in.size() + i);
-        if (to < 0 || to >= static_cast<std::int64_t>(out_dims.size())) return fail(op.at, fmt::format("'{}': bad broadcast dimension", op.name));
-        if (in[i] == out_dims[static_cast<std::size_t>(to)]) kept_dims.push_back(in[i]), kept_map.push_back(to);
-        else if (in[i] != 1) return fail(op.at, fmt::format("'{}': operand dimension {} of size {} does not broadcast", op.name, i, in[i]));
-      }
-      std::string name = a.name;
-      if (kept_dims.size() != in.size()) {
-        name = fmt::format("{}.reshape{}", s.prefix, s.lines.size());
-        add_line(s, fmt::format("%{} = {}[{}] reshape(%{})", name, etype, join(kept_dims), a.name), op.at);
-      }
-      const std::string b = fmt::format("{}.broadcast{}", s.prefix, s.lines.size());
-      add_line(s, fmt::format("%{} = {}[{}] broadcast(%{}), dimensions={{{}}}", b, etype, join(out_dims), name, join(kept_map)), op.at);
-      names.push_back(b);
-    }
-    std::string opcode(op.name.substr(std::string_view("chlo.broadcast_").size()));
-    std::replace(opcode.begin(), opcode.end(), '_', '-');
-    std::string attrs;
-    if (opcode == "compare") {
-      const std::string dir = word_in(op, {"EQ", "NE", "LT", "LE", "GT", "GE"});
-      if (dir.empty()) return fail(op.at, "chlo.broadcast_compare needs a comparison_direction");
-      attrs = ", direction=" + dir;
-    } else if (!hlo::opcode_from_name(opcode) || !hlo::opcode_is_elementwise(*hlo::opcode_from_name(opcode))) {
-      return fail(op.at, fmt::format("unsupported operation '{}'", op.name));
-    }
-    return emit(op, s, shape, opcode, names, attrs);
-  }
-  bool rng_bit_generator(const Op& op, Scope& s) {
-    if (hlo_extras(op.tokens).any_hlo) return generic(op, s, "rng-bit-generator");  // printed from HLO
-    const std::string algo = word_in(op, {"DEFAULT", "THREE_FRY", "PHILOX"});
-    if (algo.empty()) return fail(op.at, "rng_bit_generator needs an algorithm (DEFAULT, THREE_FRY, PHILOX)");
-    std::string lower = algo;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    return simple(op, s, "rng-bit-generator", ", algorithm=rng_" + lower);
-  }
-  bool reverse(const Op& op, Scope& s) {
-    std::vector<std::int64_t> dims;
-    if (!ints(op, "dims", dims) && !ints(op, "dimensions", dims)) return fail(op.at, "reverse needs 'dims = [...]'");
-    return simple(op, s, "reverse", fmt::format(", dimensions={{{}}}", join(dims)));
-  }
-};
+  const std::string algo = word_in(op, {"DEFAULT", "THREE_FRY", "PHILOX"});
+  if (algo.empty()) return fail(op.at, "rng_bit_generator needs an algorithm (DEFAULT, THREE_FRY, PHILOX)");
+  std::string lower = algo;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return simple(op, s, "rng-bit-generator", ", algorithm=rng_" + lower);
+}
+
+bool Converter::reverse(const Op& op, Scope& s) {
+  std::vector<std::int64_t> dims;
+  if (!ints(op, "dims", dims) && !ints(op, "dimensions", dims)) return fail(op.at, "reverse needs 'dims = [...]'");
+  return simple(op, s, "reverse", fmt::format(", dimensions={{{}}}", join(dims)));
+}
+
 
 const std::vector<Converter::Rule>& Converter::rules() {
   static const std::vector<Rule> table = {
@@ -992,7 +618,11 @@ Result<HloText> Converter::run() {
   return std::move(out_);
 }
 
-}  // namespace
+}  // namespace tpusim::stablehlo::convert_detail
+
+namespace tpusim::stablehlo {
+
+using convert_detail::Converter;
 
 Result<HloText> convert_to_hlo(const MlirModule& module, std::string_view source, const std::string& file) {
   return Converter(module, source, file).run();

@@ -11,12 +11,11 @@ namespace {
 
 // HLO opcodes whose StableHLO op has another name (the rest differ only by
 // '-' -> '_').
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kRenamed = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kRenamed = {{
     {"broadcast", "broadcast_in_dim"},
     {"dot", "dot_general"},
     {"opt-barrier", "optimization_barrier"},
     {"conditional", "case"},
-    {"count-leading-zeros", "count_leading_zeros"},
 }};
 
 // HLO opcodes that have a StableHLO op (the StableHLO specification's op

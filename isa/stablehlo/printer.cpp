@@ -12,6 +12,7 @@
 #include "isa/hlo/attribute_values.h"
 #include "isa/hlo/values.h"
 #include "isa/stablehlo/names.h"
+#include "isa/stablehlo/print_attributes.h"
 
 namespace tpusim::stablehlo {
 namespace {
@@ -236,8 +237,15 @@ std::vector<std::string> Printer::attributes(const Instruction& inst) const {
     return (inst.opcode() == Opcode::kCall || inst.opcode() == Opcode::kCustomCall) && n == "to_apply";
   };
   bool dot_done = false;
+  // The specification's attributes go where the first HLO attribute they stand for was.
+  SpecAttributes spec_attrs = print_spec_attributes(inst, m_);
   for (const hlo::Attribute& a : inst.attributes()) {
     if (is_region(a.name) || a.id == AttrId::kMetadata || a.id == AttrId::kControlPredecessors) continue;
+    if (std::find(spec_attrs.covers.begin(), spec_attrs.covers.end(), a.name) != spec_attrs.covers.end()) {
+      for (std::string& text : spec_attrs.attrs) out.push_back(std::move(text));
+      spec_attrs.attrs.clear();
+      continue;
+    }
     const bool dot_dims = a.id == AttrId::kLhsBatchDims || a.id == AttrId::kRhsBatchDims ||
                           a.id == AttrId::kLhsContractingDims || a.id == AttrId::kRhsContractingDims;
     if (inst.opcode() == Opcode::kDot && dot_dims) {

@@ -1,8 +1,10 @@
 #include "isa/stablehlo/spec_attributes.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdint>
 #include <fmt/format.h>
 
@@ -20,6 +22,8 @@ enum class Kind {
   kChannel,    // #stablehlo.channel_handle<handle = 1, type = 0> -> 1
   kPadding,    // edge_padding_low/high, interior_padding (pretty: low, high, interior) -> 0_2_0x1_3_0
   kWindow,     // window_dimensions, window_strides, padding, base/window_dilations -> {size=... stride=...}
+  kFloat,      // epsilon = 1.0e-03 : f32 -> 1.0e-03
+  kWord,       // #stablehlo<transpose NO_TRANSPOSE> or a bare NO_TRANSPOSE -> NO_TRANSPOSE
 };
 
 // One attribute of one op: the StableHLO keys that hold it ('|' between
@@ -34,7 +38,7 @@ struct Row {
 constexpr std::string_view kCollectives[] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                                              "collective-permute", "collective-broadcast"};
 
-constexpr std::array<Row, 29> kRows = {{
+constexpr std::array<Row, 40> kRows = {{
     {"dynamic-slice", "slice_sizes|sizes", "dynamic_slice_sizes", Kind::kList},
     {"pad", "edge_padding_low|low", "padding", Kind::kPadding},
     {"gather", "offset_dims", "offset_dims", Kind::kList},
@@ -64,23 +68,27 @@ constexpr std::array<Row, 29> kRows = {{
     {"collective-permute", "source_target_pairs", "source_target_pairs", Kind::kGroups},
     {"reduce-window", "window_dimensions", "window", Kind::kWindow},
     {"select-and-scatter", "window_dimensions", "window", Kind::kWindow},
+    {"reduce-precision", "exponent_bits", "exponent_bits", Kind::kInt},
+    {"reduce-precision", "mantissa_bits", "mantissa_bits", Kind::kInt},
+    {"*batch-norm", "epsilon", "epsilon", Kind::kFloat},
+    {"*batch-norm", "feature_index", "feature_index", Kind::kInt},
+    {"cholesky", "lower", "lower", Kind::kBool},
+    {"triangular-solve", "left_side", "left_side", Kind::kBool},
+    {"triangular-solve", "lower", "lower", Kind::kBool},
+    {"triangular-solve", "unit_diagonal", "unit_diagonal", Kind::kBool},
+    {"triangular-solve", "transpose_a", "transpose_a", Kind::kWord},
+    {"fft", "fft_type|type", "fft_type", Kind::kWord},
+    {"fft", "fft_length|length", "fft_length", Kind::kList},
 }};
 
 // Top-level attributes that hold the rows' keys or are read with them.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kHolders = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kHolders = {{
     {"gather", "dimension_numbers"},
     {"scatter", "scatter_dimension_numbers"},
     {"pad", "edge_padding_high|high|interior_padding|interior"},
     {"all-to-all", "concat_dimension|split_count"},
     {"reduce-window", "window_strides|base_dilations|window_dilations|padding"},
     {"select-and-scatter", "window_strides|padding"},
-    {"all-reduce", ""},
-    {"all-gather", ""},
-    {"reduce-scatter", ""},
-    {"collective-permute", ""},
-    {"collective-broadcast", ""},
-    {"dynamic-slice", ""},
-    {"sort", ""},
 }};
 
 bool is_collective(std::string_view op) {
@@ -90,7 +98,10 @@ bool is_collective(std::string_view op) {
   return false;
 }
 
-bool row_of(const Row& r, std::string_view op) { return r.opcode == op || (r.opcode == "*collective" && is_collective(op)); }
+bool row_of(const Row& r, std::string_view op) {
+  return r.opcode == op || (r.opcode == "*collective" && is_collective(op)) ||
+         (r.opcode == "*batch-norm" && op.starts_with("batch-norm-"));
+}
 
 bool has_key(std::string_view keys, std::string_view name) {
   while (!keys.empty()) {
@@ -160,6 +171,29 @@ std::string padding(const std::vector<Token>& t) {
   return fmt::format("{}", fmt::join(dims, "x"));
 }
 
+// `window_reversal = array<i1: false, true>` (or `dense<[false, true]>`, a
+// splat `dense<true>`) as 0/1 per dimension; empty when absent or all false.
+Ints reversal(const std::vector<Token>& t, std::size_t rank) {
+  std::size_t k = find(t, "window_reversal");
+  Ints out;
+  if (k == std::string::npos) return out;
+  if (t[k].kind == TokKind::kDense) {
+    for (std::size_t at = 0; (at = t[k].text.find_first_of("tf", at)) != std::string::npos; ++at) {
+      out.push_back(t[k].text[at] == 't' ? 1 : 0);
+    }
+  } else {
+    for (int depth = 0; k < t.size(); ++k) {
+      if (is(t[k], "<")) ++depth;
+      if (is(t[k], ">") && --depth == 0) break;
+      if (is(t[k], "true") || is(t[k], "false")) out.push_back(is(t[k], "true") ? 1 : 0);
+    }
+  }
+  if (out.size() == 1) out.assign(rank, out[0]);
+  out.resize(rank, 0);
+  if (std::all_of(out.begin(), out.end(), [](std::int64_t x) { return x == 0; })) out.clear();
+  return out;
+}
+
 // An HLO window over `size` from the keys of strides, padding (N x 2, or a
 // splat) and dilations.
 std::string window_text(const std::vector<Token>& t, const Ints& size, std::string_view stride_keys,
@@ -177,8 +211,10 @@ std::string window_text(const std::vector<Token>& t, const Ints& size, std::stri
   for (std::size_t i = 0; i < size.size(); ++i) {
     pads.push_back(fmt::format("{}_{}", 2 * i < pad.size() ? pad[2 * i] : 0, 2 * i + 1 < pad.size() ? pad[2 * i + 1] : 0));
   }
-  return fmt::format("{{size={} stride={} pad={} lhs_dilate={} rhs_dilate={}}}", fmt::join(size, "x"),
-                     fmt::join(stride, "x"), fmt::join(pads, "x"), fmt::join(lhs, "x"), fmt::join(rhs, "x"));
+  std::string out = fmt::format("{{size={} stride={} pad={} lhs_dilate={} rhs_dilate={}", fmt::join(size, "x"),
+                                fmt::join(stride, "x"), fmt::join(pads, "x"), fmt::join(lhs, "x"), fmt::join(rhs, "x"));
+  if (const Ints rev = reversal(t, size.size()); !rev.empty()) out += fmt::format(" rhs_reversal={}", fmt::join(rev, "x"));
+  return out + "}";
 }
 
 std::string window(const std::vector<Token>& t) {
@@ -201,19 +237,40 @@ std::vector<std::string> conv_labels(const std::vector<Token>& t) {
   return out;
 }
 
-// `dense<[[0, 1], [2, 3]]>` -> `{{0,1},{2,3}}`.
+// `dense<[[0, 1], [2, 3]]>` -> `{{0,1},{2,3}}`; the -1 entries that pad
+// uneven groups to a rectangle are left out.
 bool groups(const Token& t, std::string& out) {
   if (t.kind != TokKind::kDense || !t.text.starts_with("dense<")) return false;
   const std::string_view v = t.text.substr(6, t.text.size() - 7);
   if (!v.empty() && v.front() != '[') return false;
-  out.clear();
-  for (const char c : v) {
-    if (c == '[') out += '{';
-    else if (c == ']') out += '}';
-    else if (c != ' ') out += c;
+  std::vector<Ints> rows;
+  int depth = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '[' && ++depth == 2) rows.emplace_back();
+    if (v[i] == ']') --depth;
+    if (depth == 2 && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '-')) {
+      std::int64_t x = 0;
+      const auto r = std::from_chars(v.data() + i, v.data() + v.size(), x);
+      if (x >= 0) rows.back().push_back(x);
+      i = static_cast<std::size_t>(r.ptr - v.data()) - 1;
+    }
   }
-  if (out.empty()) out = "{}";
+  std::vector<std::string> parts;
+  for (const Ints& r : rows) parts.push_back(braces(r));
+  out = fmt::format("{{{}}}", fmt::join(parts, ","));
   return true;
+}
+
+// The enum word of `#stablehlo<transpose NO_TRANSPOSE>` (the last identifier
+// before '>') or of a bare word.
+std::string word_at(const std::vector<Token>& t, std::size_t k) {
+  if (k >= t.size()) return "";
+  if (t[k].kind == TokKind::kIdent && !t[k].text.starts_with("#")) return std::string(t[k].text);
+  std::string last;
+  for (; k < t.size() && !is(t[k], ">"); ++k) {
+    if (t[k].kind == TokKind::kIdent) last = t[k].text;
+  }
+  return last;
 }
 
 bool one(const Row& r, const std::vector<Token>& t, std::string& attrs, std::string& error) {
@@ -243,6 +300,16 @@ bool one(const Row& r, const std::vector<Token>& t, std::string& attrs, std::str
     }
     case Kind::kPadding: attrs += fmt::format(", padding={}", padding(t)); return true;
     case Kind::kWindow: attrs += fmt::format(", window={}", window(t)); return true;
+    case Kind::kFloat:
+      if (k == std::string::npos || t[k].kind != TokKind::kNumber) return error = fmt::format("'{}' needs a number", r.keys), false;
+      attrs += fmt::format(", {}={}", r.hlo, t[k].text);
+      return true;
+    case Kind::kWord: {
+      const std::string w = k == std::string::npos ? "" : word_at(t, k);
+      if (w.empty()) return error = fmt::format("'{}' needs a value", r.keys), false;
+      attrs += fmt::format(", {}={}", r.hlo, w);
+      return true;
+    }
   }
   return true;
 }
@@ -260,10 +327,11 @@ bool conv_attributes(const std::vector<Token>& toks, const std::vector<std::int6
     if (at >= kernel_dims.size()) return error = "convolution kernel labels do not match the kernel's rank", false;
     size.push_back(kernel_dims[at]);
   }
-  attrs += fmt::format(", window={}, dim_labels={}_{}->{}",
-                       window_text(toks, size, "window_strides|stride", "padding|pad", "lhs_dilation|lhs_dilate",
-                                   "rhs_dilation|rhs_dilate"),
-                       labels[0], labels[1], labels[2]);
+  if (!size.empty()) {  // no spatial dimensions: no window
+    attrs += ", window=" + window_text(toks, size, "window_strides|stride", "padding|pad", "lhs_dilation|lhs_dilate",
+                                       "rhs_dilation|rhs_dilate");
+  }
+  attrs += fmt::format(", dim_labels={}_{}->{}", labels[0], labels[1], labels[2]);
   for (const std::string_view count : {"feature_group_count", "batch_group_count"}) {
     const Ints v = ints_at(toks, find(toks, count));
     if (!v.empty()) attrs += fmt::format(", {}={}", count, v[0]);
@@ -271,7 +339,47 @@ bool conv_attributes(const std::vector<Token>& toks, const std::vector<std::int6
   return true;
 }
 
+std::string precision_attributes(const std::vector<Token>& toks) {
+  std::size_t k = find(toks, "precision_config|precision");
+  if (k == std::string::npos) return "";
+  std::vector<std::string> words;
+  for (int depth = 0; k < toks.size(); ++k) {
+    if (is(toks[k], "[")) ++depth;
+    if (is(toks[k], "]") && --depth == 0) break;
+    for (const std::string_view w : {"DEFAULT", "HIGHEST", "HIGH"}) {
+      if (is(toks[k], w)) {
+        std::string lower(w);
+        for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        words.push_back(lower);
+      }
+    }
+  }
+  return words.empty() ? "" : fmt::format(", operand_precision={{{}}}", fmt::join(words, ","));
+}
+
+// XLA's CustomCallApiVersion enum, in order.
+constexpr std::string_view kApiVersions[] = {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                                             "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
+
+std::string api_version_attribute(const std::vector<Token>& toks) {
+  const Ints v = ints_at(toks, find(toks, "api_version"));
+  if (v.size() != 1 || v[0] < 1 || v[0] >= static_cast<std::int64_t>(std::size(kApiVersions))) return "";
+  return fmt::format(", api_version={}", kApiVersions[v[0]]);
+}
+
+int api_version_number(std::string_view hlo_name) {
+  for (std::size_t i = 0; i < std::size(kApiVersions); ++i) {
+    if (kApiVersions[i] == hlo_name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool is_spec_collective(std::string_view hlo_opcode) { return is_collective(hlo_opcode); }
+
 bool has_spec_attributes(std::string_view hlo_opcode) {
+  for (const Row& r : kRows) {
+    if (row_of(r, hlo_opcode)) return true;
+  }
   for (const auto& [op, names] : kHolders) {
     if (op == hlo_opcode) return true;
   }
@@ -292,6 +400,21 @@ bool spec_attributes(std::string_view hlo_opcode, const std::vector<Token>& toks
   for (const Row& r : kRows) {
     if (!row_of(r, hlo_opcode) || r.keys.empty()) continue;
     if (!one(r, toks, attrs, error)) return false;
+  }
+  // reduce_precision's pretty `format = e5m10`.
+  if (hlo_opcode == "reduce-precision" && find(toks, "exponent_bits") == std::string::npos) {
+    const std::size_t k = find(toks, "format");
+    int e = 0, m = 0;
+    if (k == std::string::npos || std::sscanf(std::string(toks[k].text).c_str(), "e%dm%d", &e, &m) != 2) {
+      error = "reduce_precision needs 'format = eXmY' (or exponent_bits and mantissa_bits)";
+      return false;
+    }
+    attrs += fmt::format(", exponent_bits={}, mantissa_bits={}", e, m);
+  }
+  // Attributes HLO's parser would not miss but the op cannot do without.
+  if (hlo_opcode == "fft" && find(toks, "fft_type|type") == std::string::npos) {
+    error = "fft needs 'fft_type = #stablehlo<fft_type FFT>' (pretty: 'type = FFT') and its length";
+    return false;
   }
   if (hlo_opcode == "all-to-all") {
     const Ints split = ints_at(toks, find(toks, "split_dimension"));

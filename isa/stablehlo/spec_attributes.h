@@ -1,6 +1,7 @@
 // The StableHLO specification's attributes of ops that convert.cpp reads
 // through one table (pad, dynamic_slice, gather, scatter, sort, the
-// collectives, reduce_window, select_and_scatter), as HLO attribute text:
+// collectives, reduce_window, select_and_scatter, reduce_precision,
+// batch_norm_*, cholesky, triangular_solve, fft), as HLO attribute text:
 // `edge_padding_low = array<i64: 0, 1>, ...` -> `, padding=0_2_0x1_3_0`.
 #pragma once
 
@@ -13,6 +14,10 @@
 
 namespace tpusim::stablehlo {
 
+// The collectives whose specification attributes the table reads
+// (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+// collective-broadcast).
+bool is_spec_collective(std::string_view hlo_opcode);
 // True when `hlo_opcode` has a row in the table.
 bool has_spec_attributes(std::string_view hlo_opcode);
 // True when `name` is a top-level attribute of that op the table reads.
@@ -20,6 +25,15 @@ bool is_spec_attribute(std::string_view hlo_opcode, std::string_view name);
 // The HLO attributes (", name=value" ...) of an op's tokens; on a value it
 // cannot read, false with `error` set.
 bool spec_attributes(std::string_view hlo_opcode, const std::vector<Token>& toks, std::string& attrs, std::string& error);
+
+// dot_general, dot, convolution: `precision_config = [#stablehlo<precision
+// HIGHEST>, ...]` (pretty: `precision = [HIGHEST, ...]`) as
+// `, operand_precision={highest,...}`; "" without one.
+std::string precision_attributes(const std::vector<Token>& toks);
+// custom_call: `api_version = 4 : i32` as `, api_version=API_VERSION_TYPED_FFI`; "" without one.
+std::string api_version_attribute(const std::vector<Token>& toks);
+// The number of an HLO api_version name (API_VERSION_TYPED_FFI -> 4), -1 if unknown.
+int api_version_number(std::string_view hlo_name);
 
 // convolution: `dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]` (or
 // `dimension_numbers = #stablehlo.conv<...>`), the window (pretty

@@ -48,10 +48,10 @@ TEST(StableHloCli, DetectedByContent) {
 }
 
 TEST(StableHloCli, ErrorNamesMlirPosition) {
-  const auto path = write_temp("bad.mlir", "module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = stablehlo.fft %a : tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n");
+  const auto path = write_temp("bad.mlir", "module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = chlo.zeta %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n");
   const auto r = tpusim({"analyze", path});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("bad.mlir:3:10: error: unsupported operation 'stablehlo.fft'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.mlir:3:10: error: unsupported operation 'chlo.zeta'"), std::string::npos) << r.err;
 }
 
 // `tpusim convert`: HLO -> StableHLO -> HLO keeps the analyze totals and the step time.

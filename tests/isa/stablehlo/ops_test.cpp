@@ -355,6 +355,49 @@ ENTRY %main (x: f32[8,16], v: f32[16], c: f32[8,1]) -> (f32[8,16], f32[8,16], f3
   expect_same_as_hlo(mlir, hlo);
 }
 
+// A reduce, sort or scatter region using a value of the function (an
+// implicit capture): XLA's conversion to HLO rejects it ("requires all
+// operands to be defined in the parent region for export"); so does the
+// reader, at the use, naming the value and the op.
+TEST(StableHloOps, CapturesInReducerRegionsAreErrorsAtTheUse) {
+  const std::string reduce = R"(module @m {
+  func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> tensor<4xf32> {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+     reducer(%a: tensor<f32>, %b: tensor<f32>)  {
+      %1 = stablehlo.add %a, %b : tensor<f32>
+      %2 = stablehlo.multiply %1, %arg1 : tensor<f32>
+      stablehlo.return %2 : tensor<f32>
+    }
+    return %0 : tensor<4xf32>
+  }
+})";
+  const auto r = parse_stablehlo(reduce, "cap.mlir");
+  ASSERT_FALSE(r.ok());
+  const std::string e = format_all(r.errors());
+  EXPECT_NE(e.find("cap.mlir:7:35"), std::string::npos) << e;
+  EXPECT_NE(e.find("'%arg1' is defined outside this 'stablehlo.reduce' region"), std::string::npos) << e;
+
+  // A comparator region (generic syntax) capturing a constant: rejected too.
+  const std::string sort = R"(module @m {
+  func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+    %c = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+    %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64, is_stable = false}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.add %a, %c : tensor<f32>
+      %2 = stablehlo.compare  LT, %1, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %2 : tensor<i1>
+    }) : (tensor<8xf32>) -> tensor<8xf32>
+    return %0 : tensor<8xf32>
+  }
+})";
+  const auto s = parse_stablehlo(sort, "cap.mlir");
+  ASSERT_FALSE(s.ok());
+  const std::string se = format_all(s.errors());
+  EXPECT_NE(se.find("cap.mlir:6:30"), std::string::npos) << se;
+  EXPECT_NE(se.find("'%c' is defined outside this 'stablehlo.sort' region"), std::string::npos) << se;
+}
+
 // composite: a call of its decomposition.
 TEST(StableHloOps, CompositeCallsItsDecomposition) {
   const std::string mlir = R"(module @m {

@@ -105,7 +105,7 @@ TEST(StableHlo, ErrorsNameLineAndColumn) {
   d = first_error("module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    %0 = stablehlo.fft %a : tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n");
   EXPECT_EQ(d.line, 3);
   EXPECT_EQ(d.column, 10);
-  EXPECT_NE(d.message.find("unsupported operation 'stablehlo.fft'"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("fft needs 'fft_type"), std::string::npos) << d.message;
 
   d = first_error("module {\n  func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n    return %a : tensor<2xf32>\n");
   EXPECT_EQ(d.file, "bad.mlir");
