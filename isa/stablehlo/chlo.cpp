@@ -310,12 +310,21 @@ constexpr std::array<double, 8> kLanczos = {676.520368121885098567009190444019, 
                                             12.507343278686904814458936853,     -0.13857109526572011689554707,
                                             9.984369578019570859563e-6,         1.50563273514931155834e-7};
 
-V lgamma(Builder& b, const V& x) {
+// The argument both Lanczos series take: z = x - 1, or -x where x < 1/2
+// (the reflection formula's side), with the constants the callers reuse.
+struct LanczosArg {
+  V half, reflect, one, z;
+};
+LanczosArg lanczos_arg(Builder& b, const V& x) {
   const V half = b.cst(0.5);
   const V reflect = b.cmp("LT", x, half);
   const V neg_x = b.un("negate", x);
   const V one = b.cst(1);
-  const V z = b.sel(reflect, neg_x, b.bin("subtract", x, one));
+  return {half, reflect, one, b.sel(reflect, neg_x, b.bin("subtract", x, one))};
+}
+
+V lgamma(Builder& b, const V& x) {
+  const auto [half, reflect, one, z] = lanczos_arg(b, x);
   V a = b.cst(kLanczosBase);
   for (std::size_t i = 0; i < kLanczos.size(); ++i) {
     const V c = b.cst(kLanczos[i]);
@@ -342,11 +351,7 @@ V lgamma(Builder& b, const V& x) {
 }
 
 V digamma(Builder& b, const V& x) {
-  const V half = b.cst(0.5);
-  const V reflect = b.cmp("LT", x, half);
-  const V neg_x = b.un("negate", x);
-  const V one = b.cst(1);
-  const V z = b.sel(reflect, neg_x, b.bin("subtract", x, one));
+  const auto [half, reflect, one, z] = lanczos_arg(b, x);
   const V zero = b.cst(0);
   V a = b.cst(kLanczosBase);
   V a_prime = zero;
