@@ -139,7 +139,8 @@ def combine(rows, paths):
             continue
         entry = {"row": i, "chip": r["chip"], "model": r["model"], "slice": r["slice"], "split": r["split"],
                  "precision": r["precision"], "num_slices": int(r["num_slices"]), "source": r["source"]}
-        entry["skipped"] = maxtext_step.supported(r) or "generated, not simulated in the combined runs"
+        entry["skipped"] = (maxtext_step.supported(r)
+                            or "generated, not simulated for this report (validate_train.py --rows N runs it)")
         results.append(entry)
     return results
 
