@@ -2,9 +2,10 @@
 """Whole MaxText training steps against measured TPUs (tests/validation/refs/hw/train_step.csv).
 
 For every row workloads/gen/maxtext_step.py can generate (the MaxText default
-decoder with stated dimensions, full or minimal remat, bf16, a whole per-device
-batch): writes the row's whole training step (maxtext_step.py --emit: embedding,
-the scanned layers forward and backward with the remat policy's recomputation, flash
+decoder with stated dimensions or a named config of its MODEL_CONFIGS, any MaxText
+remat policy, bf16, a whole per-device batch): writes the row's whole training step
+(maxtext_step.py --emit: embedding, the scanned layers forward and backward with
+the remat policy's recomputation and host offload, flash
 attention, loss, FSDP/tensor collectives, the DCN gradient all-reduce of
 multislice rows, AdamW), simulates it on the row's slice with
 `tpusim run --chip CHIP --system TOPOLOGY [--set system.slices=N] --mode
