@@ -68,6 +68,25 @@ class MaxTextStep(unittest.TestCase):
         why = {r["model"]: self.m.supported(r) for r in self.rows if self.m.supported(r)}
         self.assertIn("mixture-of-experts", why["mixtral-8x7b"])
 
+    def test_no_dead_instructions(self):
+        # Every value the generator writes is read (XLA's dead-code elimination would drop one that is not,
+        # and tpusim would cost it): default decoder with full and minimal remat and tensor parallelism,
+        # a LLaMA-style decoder offloading to host memory, a gpt3-style one (gelu, no RoPE).
+        import re
+        import maxtext_hlo
+
+        def dead(text):
+            defs = re.findall(r"^\s*(ROOT )?%([\w.\-]+) = [^\n]*?\b([a-z\-]+)\(", text, re.M)
+            return [n for root, n, op in defs if not root and op not in ("parameter", "get-tuple-element")
+                    and len(re.findall("%" + re.escape(n) + r"(?![\w.\-])", text)) < 2]
+        small = dict(emb=512, heads=4, kv_heads=4, head_dim=128, mlp=2048, mlp_matrices=2, layers=2, vocab=1024)
+        llama = dict(small, kv_heads=2, mlp_matrices=3, tied=False, iota_embed=False)
+        gpt3 = dict(small, activation="gelu", rope=False)
+        offload = ("custom", {n: "offload" for n in ("decoder_layer_input", "query_proj", "out_proj")})
+        for dims, tp, remat in ((small, 2, "full"), (small, 2, "minimal"), (llama, 1, offload), (gpt3, 1, "full")):
+            text, _ = maxtext_hlo.emit(dims, 2, 256, 4, tp, 2, remat)
+            self.assertEqual(dead(text), [], (dims, remat))
+
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
         E, H, K, F, L, V, B, S = 5120, 32, 256, 32768, 32, 32768, 2, 2048

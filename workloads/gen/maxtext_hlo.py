@@ -354,17 +354,18 @@ class Step:
         return out, g
 
     @staticmethod
-    def gelu(f, x):
-        """(gelu(x), gelu'(x)) of f32 x, the tanh form (flax's nn.gelu default):
+    def gelu(f, x, grad=False):
+        """gelu(x) of f32 x, or with grad gelu'(x), the tanh form (flax's nn.gelu default):
         0.5 x (1 + t), t = tanh(a (x + b x^3)); gelu' = 0.5 (1 + t) + 0.5 x (1 - t^2) a (1 + 3 b x^2)."""
         a, b = math.sqrt(2 / math.pi), 0.044715
         cst = lambda v: f.const(repr(v), F32, x.dims)  # noqa: E731
         x2 = f.mul(x, x)
         t = f.un("tanh", f.mul(cst(a), f.mul(x, f.add(cst(1.0), f.mul(cst(b), x2)))))
         half1t = f.mul(cst(0.5), f.add(cst(1.0), t))
-        value = f.mul(x, half1t)
+        if not grad:
+            return f.mul(x, half1t)
         slope = f.mul(f.mul(cst(0.5 * a), x), f.mul(f.sub(cst(1.0), f.mul(t, t)), f.add(cst(1.0), f.mul(cst(3 * b), x2))))
-        return value, f.add(half1t, slope)
+        return f.add(half1t, slope)
 
     def rope(self, e, v, heads, backward=False):
         """RoPE (rotate-half) on [B,S,heads*HD] (forward) or its adjoint on [B,S,heads,HD]."""
@@ -444,7 +445,7 @@ class Step:
             s["pre"] = saved.get("pre") or dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
             if c.act == "gelu":
                 s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["pre"]],
-                                  lambda f, p: f.convert(self.gelu(f, f.convert(p[0], F32))[0], BF16), None)
+                                  lambda f, p: f.convert(self.gelu(f, f.convert(p[0], F32)), BF16), None)
             else:
                 s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
                                   lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
@@ -486,8 +487,7 @@ class Step:
                 return f.op("select", p[0].shape, [pos, p[0], f.const("0", BF16, p[0].dims)])
 
             def gelu_bwd(f, p):
-                _, grad = self.gelu(f, f.convert(p[1], F32))
-                return f.convert(f.mul(f.convert(p[0], F32), grad), BF16)
+                return f.convert(f.mul(f.convert(p[0], F32), self.gelu(f, f.convert(p[1], F32), grad=True)), BF16)
             dpre = m.fusion(e, "kLoop", "loop_select_fusion" if c.act == "relu" else "loop_multiply_fusion",
                             [du, s["pre"]], relu_bwd if c.act == "relu" else gelu_bwd, None)
             g["wi"] = dot(e, s["hg"], dpre, (D, c.FL), (0, 1), (0, 1))
@@ -736,19 +736,19 @@ class Step:
 
         # embedding backward, table and final-norm gradients
         dx0g = self.tp_gather(e, dx0, "embedding gradient")
-        if c.iota_embed:
+        if c.iota_embed and c.tied:  # the one-hot dot's gradient, added to the logits' in its output fusion
+            d_emb = m.fusion(e, "kOutput", "dot_add_fusion", [oh_tokens, dx0g, d_table],
+                             lambda f, p: f.add(dot(f, p[0], p[1], (c.VL, D), (0, 1), (0, 1)), p[2]), None)
+        elif c.iota_embed:
             d_emb = dot(e, oh_tokens, dx0g, (c.VL, D), (0, 1), (0, 1))
         else:  # the gather's gradient: the rows scatter-added into a zero table
             zeros = e.op("broadcast", bf(c.VL, D), [e.const("0", BF16, ())], "dimensions={}")
             d_emb = e.op("scatter", bf(c.VL, D), [zeros, ids, dx0g], "update_window_dims={2}, "
                          "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, "
                          "to_apply=%add")
-        if c.tied:
-            d_emb = m.fusion(e, "kLoop", "loop_add_fusion", [d_emb, d_table], lambda f, p: f.add(p[0], p[1]), None) \
-                if not c.iota_embed else \
-                m.fusion(e, "kOutput", "dot_add_fusion", [oh_tokens, dx0g, d_table],
-                         lambda f, p: f.add(dot(f, p[0], p[1], (c.VL, D), (0, 1), (0, 1)), p[2]), None)
-        else:
+            if c.tied:
+                d_emb = m.fusion(e, "kLoop", "loop_add_fusion", [d_emb, d_table], lambda f, p: f.add(p[0], p[1]), None)
+        if not c.tied:
             grads["logits"] = self.reduce_grad(e, "logits", "col", d_logits, "logits weight gradient")
         grads["table"] = self.reduce_grad(e, "table", "row", d_emb, "embedding table gradient")
         grads["final_norm"] = self.reduce_grad(e, "final_norm", "norm", g_fnorm, "final norm gradient")
