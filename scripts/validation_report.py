@@ -342,7 +342,7 @@ if os.path.exists(ms_path):
 # What the training-step rows show (mechanisms measured on the rows; see docs/validation.md).
 TRAIN_NOTES = [
     "", "What the rows show:",
-    "- The default decoder's fsdp-only rows on v5e and v5p (16B, 32B, 64B) are within -12.1%..+10.8%",
+    "- The default decoder's fsdp-only rows on v5e and v5p (16B, 32B, 64B) are within -12.1%..+10.6%",
     "  (the larger misses are the 16- and 32-slice v5e rows: DCN, below). What is left is MXU time:",
     "  tpusim's weight-gradient matmuls, both operands contracted over their leading (batch, sequence)",
     "  dims, run at 87% of the MXU peak (an XLU transpose per operand tile), and flash attention at",
