@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from run_corpus import first_error  # beside this script: the first error line of a run
+
 
 def tpusim(cmd, timeout=600):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -42,13 +44,6 @@ def equal(a, b):
     if isinstance(a, float) or isinstance(b, float):
         return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
     return a == b
-
-
-def first_error(err):
-    for line in err.splitlines():
-        if "error" in line:
-            return line.strip()[:300]
-    return err.strip().splitlines()[-1][:300] if err.strip() else ""
 
 
 def one(tp, path, work, max_devices):
