@@ -99,7 +99,9 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
     (F(std::int64_t, mxu, kOptional, 0, "matrix unit index")                                       \
      F(TileRef, dst, kRequired, {}, "M x N destination tile in VMEM")                              \
      F(std::int64_t, acc, kOptional, 0, "first accumulator row")),                                 \
-    "dst[i, j] = convert(ACC[acc+i, j]) to dst's dtype (RNE), then ACC[acc+i, j] = 0.")            \
+    "dst[i, j] = convert(ACC[acc+i, j]) to dst's dtype (RNE), then ACC[acc+i, j] = 0. Reads "       \
+    "through the result path once the matmuls that wrote those rows have landed; later matmuls "    \
+    "into other rows stream meanwhile.")                                                           \
   X(VpuElementwise, "vpu", kVpu,                                                                   \
     (F(VpuOp, op, kSubop, VpuOp::kAdd, "operation; its latency class is in the VPU op table")      \
      F(TileRef, dst, kRequired, {}, "result tile (VMEM or vector registers)")                      \

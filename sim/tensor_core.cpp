@@ -666,7 +666,7 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
     const double vmem_end = vmem(tile_bytes(program_, mm->lhs));
     const MxuStep step = mxu_matmul(u.mxu, t, static_cast<double>(mt.issue) * cycle_s_,
                                     (static_cast<double>(mt.latency) - static_cast<double>(mt.issue)) * cycle_s_,
-                                    vmem_end);
+                                    vmem_end, mm->acc, mm->lhs.rows);
     const double flops = 2.0 * static_cast<double>(tile.m_rows) * static_cast<double>(tile.k_depth) *
                          static_cast<double>(tile.n_cols);
     *u.flops += flops;
@@ -676,7 +676,7 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
   if (const auto* pop = std::get_if<isa::MxuPop>(&inst.op)) {
     const Cycles c = mxu_pop_cycles(pop->dst.rows, pop->dst.cols, chip_.core.vpu.sublanes, chip_.core.vpu.lanes);
     const double vmem_end = vmem(tile_bytes(program_, pop->dst));
-    return relative(mxu_pop(u.mxu, t, static_cast<double>(c) * cycle_s_, vmem_end));
+    return relative(mxu_pop(u.mxu, t, static_cast<double>(c) * cycle_s_, vmem_end, pop->acc, pop->dst.rows));
   }
   return {};
 }

@@ -589,8 +589,8 @@ class DotLowering {
       e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
       e.rhs_elem = re;
     }
-    const std::vector<Item> items = block_items(me, ne, e.rot);
     if (s.kc == 0) begin_block(e, s, me, ne);
+    const std::vector<Item> items = block_items(me, ne, e.rot, e.out_slot);
     emit_matmuls(e, s, items, ke);
     if (s.kc + 1 == e.nk) {
       finish_block(e, s, t, items, me, ne);
@@ -601,17 +601,20 @@ class DotLowering {
 
   // A me x ne block's MXU items: MXU-wide column slices, each cut into row
   // parts when there are fewer slices than MXUs; dealt round robin from `rot`.
-  std::vector<Item> block_items(std::int64_t me, std::int64_t ne, std::int64_t rot) const {
+  // Blocks alternate the halves of each MXU's accumulators with their out
+  // slot, so one block's pops overlap the next block's matmuls.
+  std::vector<Item> block_items(std::int64_t me, std::int64_t ne, std::int64_t rot, int slot) const {
     const std::int64_t p = parts(me, ne);
     const std::int64_t part_rows = std::min(me, round_up(ceil_div(me, p), c_.min_tile_rows()));
     const std::int64_t nsub = ceil_div(ne, C_);
+    const std::int64_t half = nsub * ceil_div(me, part_rows) * part_rows;  // at least any MXU's rows of a block
     std::vector<Item> items;
     std::vector<std::int64_t> per_mxu(static_cast<std::size_t>(nmxu_), 0);
     for (std::int64_t ns = 0; ns < nsub; ++ns) {
       for (std::int64_t pr = 0; pr * part_rows < me; ++pr) {
         const std::int64_t mx = (static_cast<std::int64_t>(items.size()) + rot) % nmxu_;
         Item it{pr * part_rows, std::min(part_rows, me - pr * part_rows), ns * C_, std::min(C_, ne - ns * C_), mx,
-                per_mxu[static_cast<std::size_t>(mx)] * part_rows};
+                slot * half + per_mxu[static_cast<std::size_t>(mx)] * part_rows};
         ++per_mxu[static_cast<std::size_t>(mx)];
         items.push_back(it);
       }

@@ -153,15 +153,17 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   c.instructions = c.steps * step_instructions;
   // Program size matters too (programs of at most a few million
   // instructions simulate in seconds): a mild penalty per instruction.
-  // Per output block: its k steps, then its pops, which wait for the last
-  // matmul's results to drain and hold the MXU queue, so the next block's
-  // first weight load follows them. The DMAs of the next block's tiles go on
-  // meanwhile: the MXU's block time competes with the block's DMA time.
-  c.block_gap_s = static_cast<double>(mt.latency - mt.issue + (overlapped ? load : 0)) / clock;
+  // Per output block: its k steps and its pops. Blocks alternate the
+  // accumulators' halves (the lowering's out slot), so a block's pops read
+  // one half through the result path while the next block's matmuls stream
+  // into the other (sim/core/mxu_array.h): the MXU's block time is its
+  // streaming or its pops, whichever is longer. The DMAs of the next block's
+  // tiles go on meanwhile: the MXU's block time competes with the block's
+  // DMA time.
   const auto blocks = static_cast<double>(std::max<std::int64_t>(1, my_blocks));
   const auto k_steps = static_cast<double>(nk);
-  const double block_s = std::max({k_steps * c.step_mxu_s + c.pops_s / blocks + c.block_gap_s,
-                                   k_steps * c.step_dma_s, k_steps * c.step_issue_s});
+  const double block_s = std::max({k_steps * c.step_mxu_s, c.pops_s / blocks, k_steps * c.step_dma_s,
+                                   k_steps * c.step_issue_s});
   c.time_s = (blocks * block_s + c.first_s + c.last_s) *
              (1.0 + c.instructions / in.instruction_scale);
   return c;

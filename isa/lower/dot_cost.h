@@ -63,7 +63,6 @@ struct DotCost {
   double step_dma_s = 0;       // one k step's share of this core's HBM time, plus a latency
   double step_issue_s = 0;     // one k step's instructions at the sequencer's issue width
   double pops_s = 0;           // popping this core's blocks
-  double block_gap_s = 0;      // per block: the last results' drain and the next first weight load
   double first_s = 0;          // the first operand tiles (not overlapped)
   double last_s = 0;           // the last block's drain and store (not overlapped)
   double steps = 0;            // k steps of this core
