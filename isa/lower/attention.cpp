@@ -10,6 +10,7 @@
 
 #include "common/units.h"
 #include "isa/lower/dot_cost.h"
+#include "sim/timing/mxu_timing.h"
 
 namespace tpusim::lower {
 namespace {
@@ -33,6 +34,7 @@ class Attention {
     groups_ = last - first;
     b_ = choose_block();
     rows_ = std::max<std::int64_t>(c.min_tile_rows(), b_ / 8);
+    piece_ = std::min(b_, backward_piece(b_));
     nq_ = ceil_div(std::max<std::int64_t>(1, a.q_len), b_);
     nkv_ = ceil_div(std::max<std::int64_t>(1, a.kv_len), b_);
     // Operands read head-major, [B*heads*S, D] (the layout XLA's TPU layout
@@ -76,6 +78,13 @@ class Attention {
     }
     return std::min<std::int64_t>(128, std::max(lanes, longest));
   }
+  // Rows of the backward's pieces: the weight load's cycles (a piece
+  // streams at least as long as the next weights take to load), at least
+  // the softmax's piece and the VPU's row tiling.
+  std::int64_t backward_piece(std::int64_t b) const {
+    const std::int64_t load = mxu_weight_load_cycles(c_.chip.core.mxu);
+    return std::max({c_.min_tile_rows(), b / 8, round_up(load, c_.min_tile_rows())});
+  }
   std::int64_t footprint(std::int64_t b) const {
     const auto fp = [&](DType d, std::int64_t r, std::int64_t cols) { return c_.vmem_footprint(d, r, cols); };
     // Per slot (two, so one block's softmax overlaps the next one's
@@ -83,9 +92,12 @@ class Attention {
     // and P, P^T, dS, dS^T.
     const std::int64_t square = a_.backward ? 2 * fp(DType::kF32, b, b) + 4 * fp(dt_, b, b)
                                             : fp(DType::kF32, b, b) + fp(dt_, b, b);
-    const std::int64_t rows = 8 * (fp(dt_, b, dqk_) + fp(dt_, b, dv_)) + 12 * fp(DType::kF32, b, std::max(dqk_, dv_)) +
+    const std::int64_t rows = 10 * (fp(dt_, b, dqk_) + fp(dt_, b, dv_)) + 12 * fp(DType::kF32, b, std::max(dqk_, dv_)) +
                               nmxu_ * fp(DType::kF32, b, C_) + 16 * fp(DType::kF32, b, 1);
-    return 2 * square + rows;
+    // The backward's dV and dK partial products, per slot and piece.
+    const std::int64_t pieces = a_.backward ? ceil_div(b, std::min(b, backward_piece(b))) : 0;
+    const std::int64_t partials = 2 * pieces * (fp(DType::kF32, b, dqk_) + fp(DType::kF32, b, dv_));
+    return 2 * square + rows + partials;
   }
 
   std::uint32_t buf(const std::string& name, DType d, std::int64_t rows, std::int64_t cols) {
@@ -107,26 +119,40 @@ class Attention {
   // out (M x N, f32) = lhs (M x K) . rhs (K x N): rhs is the weights, in
   // R x C tiles; the N slices deal round robin over the MXUs, and a slice
   // whose K slices ran on several MXUs sums their partial products.
-  void product(const TileRef& out, const TileRef& lhs, const TileRef& rhs) {
+  // Each slice's partial sums go to the next free accumulator rows of its
+  // MXU (a ring of 4 blocks of rows), so a slice's matmuls stream while an
+  // earlier slice's results are popped; the rows are reused once the ring
+  // comes round, after their pop.
+  // With `piece` (row pieces of one step, each its own product), every K
+  // slice of an N slice stays on one MXU and sums in its accumulators, and
+  // the pieces alternate the MXUs: no partial products to add on the VPU.
+  void product(const TileRef& out, const TileRef& lhs, const TileRef& rhs, std::int64_t piece = -1) {
     const std::int64_t M = lhs.rows, K = lhs.cols, N = rhs.cols;
     const std::int64_t nks = ceil_div(K, R_), nns = ceil_div(N, C_);
     for (std::int64_t ns = 0; ns < nns; ++ns) {
       const std::int64_t nc = std::min(C_, N - ns * C_);
       std::vector<std::int64_t> touched;
+      std::map<std::int64_t, std::int64_t> acc;  // MXU -> its accumulator rows for this slice
       for (std::int64_t ks = 0; ks < nks; ++ks) {
         const std::int64_t kr = std::min(R_, K - ks * R_);
-        const std::int64_t m = (ns * nks + ks) % nmxu_;
+        const std::int64_t m = piece >= 0 ? (piece + ns) % nmxu_ : (ns * nks + ks) % nmxu_;
         const bool first = std::find(touched.begin(), touched.end(), m) == touched.end();
-        if (first) touched.push_back(m);
+        if (first) {
+          touched.push_back(m);
+          std::int64_t& next = acc_next_[m];
+          if (next + M > 4 * b_) next = 0;
+          acc[m] = next;
+          next += M;
+        }
         c_.emit(isa::MxuLoadWeights{m, c_.tile(rhs.buffer, rhs.row + ks * R_, kr, rhs.col + ns * C_, nc)});
-        c_.emit(isa::MxuMatmul{m, c_.tile(lhs.buffer, lhs.row, M, lhs.col + ks * R_, kr), 0,
+        c_.emit(isa::MxuMatmul{m, c_.tile(lhs.buffer, lhs.row, M, lhs.col + ks * R_, kr), acc[m],
                                first ? isa::AccMode::kOverwrite : isa::AccMode::kAccumulate});
       }
       const TileRef slice = c_.tile(out.buffer, out.row, M, out.col + ns * C_, nc);
-      c_.emit(isa::MxuPop{touched.front(), slice, 0});
+      c_.emit(isa::MxuPop{touched.front(), slice, acc[touched.front()]});
       for (std::size_t p = 1; p < touched.size(); ++p) {
         const TileRef part = c_.tile(partial(p - 1, nc), 0, M, 0, nc);
-        c_.emit(isa::MxuPop{touched[p], part, 0});
+        c_.emit(isa::MxuPop{touched[p], part, acc[touched[p]]});
         vpu(VpuOp::kAdd, slice, slice, part);
       }
     }
@@ -159,45 +185,63 @@ class Attention {
     return parts_.emplace(key, buf("attn.part", DType::kF32, b_, cols)).first->second;
   }
 
-  // n blocks in two stages, software-pipelined: A(slot) (the block's
-  // operands loaded into the slot, its first product) is issued before
-  // B of the block before it, so the MXU computes block j+1's scores while
-  // the VPU/EUP/XLU work on block j's softmax. Slots alternate; a pair of
-  // blocks runs inside `repeat`, the first A and the last Bs outside.
-  // With `stores`, B(slot) writes one block back on sq_[slot] that the
-  // slot's next load reads again (dQ, read-modified-written): that load
-  // waits for it (slot 1's first wait takes a signal given up front).
+  // How B's write-back (dQ, read-modified-written per block on sq_[slot])
+  // is ordered against the slot's next use.
+  enum class WriteBack {
+    kNone,          // B writes nothing back
+    kWaitInB,       // B waits for its slot's previous write-back before refilling its staging buffer
+    kWaitBeforeLoad,  // the write-back's rows are the ones the slot loads next: the load waits for it
+  };
+
+  // n blocks in two stages, software-pipelined: A(slot) (the block's first
+  // product) is issued before B of the block before it, so the MXU computes
+  // block j+1's scores while the VPU/EUP/XLU work on block j. Block j+1's
+  // loads are issued before B(j) and waited for after it, so they run under
+  // B(j) (they start once B(j-1), the slot's last reader, is done), and the
+  // sequencer's wait for them does not hold B(j) back. Slots alternate; a
+  // pair of blocks runs inside `repeat`, the first A and the last Bs outside.
+  // Each write-back slot starts with one signal given up front; the last
+  // write-backs are waited for at the end.
   void staged(std::int64_t n, const std::function<std::int64_t(int)>& load, const std::function<void(int)>& stage_a,
-              const std::function<void(int)>& stage_b, bool stores = false) {
+              const std::function<void(int)>& stage_b, WriteBack wb = WriteBack::kNone) {
     if (n <= 0) return;
+    const bool stores = wb != WriteBack::kNone;
     const auto fetch = [&](int slot) {
-      if (stores && slot == 1) c_.wait(sq_[1], 1);
-      const std::int64_t k = load(slot);
+      if (wb == WriteBack::kWaitBeforeLoad) c_.wait(sq_[static_cast<std::size_t>(slot)], 1);
+      return load(slot);
+    };
+    const auto ready = [&](int slot, std::int64_t k) {
       c_.wait(ld_[static_cast<std::size_t>(slot)], k);
       stage_a(slot);
     };
-    fetch(0);
-    if (stores) c_.emit(isa::SemSignal{sq_[1], 1});
+    if (stores) {
+      c_.emit(isa::SemSignal{sq_[0], 1});
+      c_.emit(isa::SemSignal{sq_[1], 1});
+    }
+    ready(0, fetch(0));
     const std::int64_t pairs = (n - 1) / 2;
     if (pairs > 0) {
       c_.emit(isa::Repeat{pairs});
-      fetch(1);
+      std::int64_t k = fetch(1);
       stage_b(0);
-      if (stores) c_.wait(sq_[0], 1);
-      fetch(0);
+      ready(1, k);
+      k = fetch(0);
       stage_b(1);
+      ready(0, k);
       c_.emit(isa::End{});
     }
     if (n % 2 == 0) {
-      fetch(1);
+      const std::int64_t k = fetch(1);
       stage_b(0);
+      ready(1, k);
       stage_b(1);
-      if (stores) c_.wait(sq_[0], 1);
     } else {
       stage_b(0);
-      if (stores) c_.wait(sq_[0], 1);
     }
-    if (stores) c_.wait(sq_[1], 1);
+    if (stores) {
+      c_.wait(sq_[0], 1);
+      c_.wait(sq_[1], 1);
+    }
   }
 
   // The forward's KV blocks 0..n-1, software-pipelined with K and V loaded
@@ -286,6 +330,12 @@ class Attention {
       if (i + 1 < nq_) c_.dma(qs[1 - qx], block(q_, i + 1, dqk_), ld_[1 - qx]);
       const std::int64_t n = kv_blocks_for(i);
       pairs += n;
+      // O = alpha O + P V of the block in `slot` (alpha = 0 for the first).
+      int pending = -1;
+      const auto fold = [&](int slot) {
+        const auto x = static_cast<std::size_t>(slot);
+        vpu(VpuOp::kFma, o, o, al[x], pv[x]);
+      };
       forward_blocks(
           n,
           [&](int slot) {
@@ -327,6 +377,10 @@ class Attention {
             each([&](const auto& r) {
               if (first) {
                 vpu(VpuOp::kCopy, r(l), r(ls[x]));
+                vpu(VpuOp::kMul, r(al[x]), r(mx[x]), {}, {}, 0.0);                                         // alpha = 0
+                // O = 0, written (not read) from the row max broadcast along
+                // the rows, so no accumulator is read before it is written.
+                vpu(VpuOp::kMul, r(o), r(mx[x]), {}, {}, 0.0);
               } else {
                 vpu(VpuOp::kSub, r(t[x]), r(m), r(mn[x]));
                 c_.emit(isa::EupUnary{isa::EupOp::kExp, r(al[x]), r(t[x])});                                // alpha
@@ -335,6 +389,11 @@ class Attention {
               vpu(VpuOp::kCopy, r(m), r(mn[x]));
             });
             each([&](const auto& r) { vpu(VpuOp::kConvert, r(p[x]), r(s[x])); });                           // P
+            // The previous block's O update, after this block's softmax: the
+            // VPU does not wait for that block's P V before starting on the
+            // next scores, so the products of one block run under the next
+            // block's softmax.
+            if (pending >= 0) fold(pending);
             // P V per quarter of the rows (each quarter reuses the loaded V
             // tiles for a quarter of the rows; smaller pieces would reload
             // the weights more often than they stream rows through them).
@@ -343,14 +402,11 @@ class Attention {
               const auto r = [&](const TileRef& t0) {
                 return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, b - r0), t0.col, t0.cols);
               };
-              if (first) {
-                product(r(o), r(p[x]), vb[x]);                                                             // O = P V
-              } else {
-                product(r(pv[x]), r(p[x]), vb[x]);                                                         // P V
-                vpu(VpuOp::kFma, r(o), r(o), r(al[x]), r(pv[x]));                                          // O
-              }
+              product(r(pv[x]), r(p[x]), vb[x], r0 / quarter);                                             // P V
             }
+            pending = slot;
           });
+      fold(pending);
       vpu(VpuOp::kDiv, o, o, l);
       if (i >= 2) c_.wait(st_, 1);  // block i-2's write-back read this staging buffer
       vpu(VpuOp::kConvert, ob, o);
@@ -379,11 +435,22 @@ class Attention {
     };
     const TileRef kb = whole(buf("attn.k", dt_, b, dqk_)), vb = whole(buf("attn.v", dt_, b, dv_));
     const TileRef kt = whole(buf("attn.kT", dt_, dqk_, b)), vt = whole(buf("attn.vT", dt_, dv_, b));
-    std::array<TileRef, 2> qb{}, dob{}, dqb{}, lse{}, delta{};
+    std::array<TileRef, 2> qb{}, dob{}, dqb{}, dqw{}, lse{}, delta{};
+    // dQ's write-back leaves from its own staging buffer (so the slot's next
+    // load need not wait for it), to stand-in rows at the end of dQ, apart
+    // from the rows the slots load; when dQ is too short for that, to the
+    // rows the slot loads next, and that load waits for it.
+    const bool apart = dq.rows >= 4 * b;
+    const WriteBack wb = apart ? WriteBack::kWaitInB : WriteBack::kWaitBeforeLoad;
+    const auto dq_out = [&](int slot) {
+      const std::int64_t row = apart ? dq.rows - (slot + 1) * b : std::min<std::int64_t>(slot, nq_ - 1) * b;
+      return c_.tile(dq.buffer, row, b, 0, dqk_);
+    };
     for (std::size_t sl = 0; sl < 2; ++sl) {
       qb[sl] = whole(buf("attn.q", dt_, b, dqk_));
       dob[sl] = whole(buf("attn.do", dt_, b, dv_));
       dqb[sl] = whole(buf("attn.dq", dq.dtype, b, dqk_));
+      dqw[sl] = whole(buf("attn.dqout", dq.dtype, b, dqk_));
       lse[sl] = whole(buf("attn.lse", DType::kF32, b, 1));
       delta[sl] = whole(buf("attn.delta", DType::kF32, b, 1));
     }
@@ -393,8 +460,13 @@ class Attention {
     const auto s = pair("attn.s", DType::kF32, b, b), dp = pair("attn.dp", DType::kF32, b, b);
     const auto p = pair("attn.p", dt_, b, b), pt = pair("attn.pT", dt_, b, b);
     const auto ds = pair("attn.ds", dt_, b, b), dst = pair("attn.dsT", dt_, b, b);
-    const auto tq = pair("attn.tq", DType::kF32, b, dqk_), tk = pair("attn.tk", DType::kF32, b, dqk_);
-    const auto tvs = pair("attn.tv", DType::kF32, b, dv_), dqf = pair("attn.dqf", DType::kF32, b, dqk_);
+    const auto tq = pair("attn.tq", DType::kF32, b, dqk_), dqf = pair("attn.dqf", DType::kF32, b, dqk_);
+    for (std::size_t sl = 0; sl < 2; ++sl) {
+      for (std::int64_t r0 = 0; r0 < b; r0 += piece_) {
+        tvp_[sl].push_back(whole(buf("attn.tvp", DType::kF32, b, dv_)));
+        tkp_[sl].push_back(whole(buf("attn.tkp", DType::kF32, b, dqk_)));
+      }
+    }
     const TileRef dkf = whole(buf("attn.dk", DType::kF32, b, dqk_)), dvf = whole(buf("attn.dv", DType::kF32, b, dv_));
     const TileRef tv = whole(buf("attn.tvd", DType::kF32, b, dv_));
     const TileRef ob = whole(buf("attn.o", dt_, b, dv_)), prod = whole(buf("attn.odo", DType::kF32, b, dv_));
@@ -447,28 +519,56 @@ class Attention {
             product(s[x], qb[x], kt);                                 // S = Q K^T (recomputed)
           },
           [&](int slot) {
+            // The chain P -> dV, dP -> dS -> dQ, dK runs on row pieces of
+            // the query block, each step for every piece before the next
+            // step (the order the units take them), so the MXU works on one
+            // piece while the VPU, EUP and XLU work on another. dP needs
+            // only dO, so its products go first and fill the MXU while the
+            // first piece's P is made. A piece is at least as many rows as a
+            // weight tile takes to load, so the weights reloaded per piece
+            // load while the previous piece streams.
             const auto x = static_cast<std::size_t>(slot);
-            const std::int64_t blk = std::min<std::int64_t>(slot, nq_ - 1);
-            vpu(VpuOp::kSub, s[x], s[x], lse[x]);
-            c_.emit(isa::EupUnary{isa::EupOp::kExp, s[x], s[x]});     // P = exp(S - lse)
-            vpu(VpuOp::kConvert, p[x], s[x]);
-            c_.emit(isa::XluTranspose{pt[x], p[x]});
-            product(tvs[x], pt[x], dob[x]);                           // dV += P^T dO
-            vpu(VpuOp::kAdd, dvf, dvf, tvs[x]);
-            product(dp[x], dob[x], vt);                               // dP = dO V^T
-            vpu(VpuOp::kSub, dp[x], dp[x], delta[x]);
-            vpu(VpuOp::kMul, dp[x], dp[x], s[x]);                     // dS = P o (dP - delta)
-            vpu(VpuOp::kConvert, ds[x], dp[x]);
-            product(tq[x], ds[x], kb);                                // dQ += dS K
-            vpu(VpuOp::kConvert, dqf[x], dqb[x]);
+            vpu(VpuOp::kConvert, dqf[x], dqb[x]);  // the dQ read in first: the slot's next load may then start
+            std::vector<std::int64_t> starts;
+            for (std::int64_t r0 = 0; r0 < b; r0 += piece_) starts.push_back(r0);
+            const auto rows_of = [&](const TileRef& t0, std::int64_t r0) {
+              return c_.tile(t0.buffer, t0.row + r0, std::min(piece_, b - r0), t0.col, t0.cols);
+            };
+            const auto cols_of = [&](const TileRef& t0, std::int64_t r0) {
+              return c_.tile(t0.buffer, t0.row, t0.rows, t0.col + r0, std::min(piece_, b - r0));
+            };
+            for (std::size_t k = 0; k < starts.size(); ++k) {  // dP = dO V^T
+              product(rows_of(dp[x], starts[k]), rows_of(dob[x], starts[k]), vt, static_cast<std::int64_t>(k));
+            }
+            for (const std::int64_t r0 : starts) {
+              vpu(VpuOp::kSub, rows_of(s[x], r0), rows_of(s[x], r0), rows_of(lse[x], r0));
+              c_.emit(isa::EupUnary{isa::EupOp::kExp, rows_of(s[x], r0), rows_of(s[x], r0)});  // P = exp(S - lse)
+              vpu(VpuOp::kConvert, rows_of(p[x], r0), rows_of(s[x], r0));
+            }
+            for (const std::int64_t r0 : starts) c_.emit(isa::XluTranspose{cols_of(pt[x], r0), rows_of(p[x], r0)});
+            for (std::size_t k = 0; k < starts.size(); ++k) {  // dV += P^T dO, per piece of the contraction
+              product(tvp_[x][k], cols_of(pt[x], starts[k]), rows_of(dob[x], starts[k]), static_cast<std::int64_t>(k));
+            }
+            for (const std::int64_t r0 : starts) {
+              vpu(VpuOp::kSub, rows_of(dp[x], r0), rows_of(dp[x], r0), rows_of(delta[x], r0));
+              vpu(VpuOp::kMul, rows_of(dp[x], r0), rows_of(dp[x], r0), rows_of(s[x], r0));  // dS = P o (dP - delta)
+              vpu(VpuOp::kConvert, rows_of(ds[x], r0), rows_of(dp[x], r0));
+            }
+            for (std::size_t k = 0; k < starts.size(); ++k) {  // dQ += dS K
+              product(rows_of(tq[x], starts[k]), rows_of(ds[x], starts[k]), kb, static_cast<std::int64_t>(k));
+            }
+            for (const std::int64_t r0 : starts) c_.emit(isa::XluTranspose{cols_of(dst[x], r0), rows_of(ds[x], r0)});
+            for (std::size_t k = 0; k < starts.size(); ++k) {  // dK += dS^T Q, per piece of the contraction
+              product(tkp_[x][k], cols_of(dst[x], starts[k]), rows_of(qb[x], starts[k]), static_cast<std::int64_t>(k));
+            }
             vpu(VpuOp::kAdd, dqf[x], dqf[x], tq[x]);
-            vpu(VpuOp::kConvert, dqb[x], dqf[x]);
-            c_.dma(block(dq, blk, dqk_), dqb[x], sq_[x]);
-            c_.emit(isa::XluTranspose{dst[x], ds[x]});
-            product(tk[x], dst[x], qb[x]);                            // dK += dS^T Q
-            vpu(VpuOp::kAdd, dkf, dkf, tk[x]);
+            if (wb == WriteBack::kWaitInB) c_.wait(sq_[x], 1);  // the slot's last write-back has left dqw
+            vpu(VpuOp::kConvert, dqw[x], dqf[x]);
+            c_.dma(dq_out(slot), dqw[x], sq_[x]);
+            for (const TileRef& t : tvp_[x]) vpu(VpuOp::kAdd, dvf, dvf, t);
+            for (const TileRef& t : tkp_[x]) vpu(VpuOp::kAdd, dkf, dkf, t);
           },
-          true);
+          wb);
       vpu(VpuOp::kConvert, dkb, dkf);
       vpu(VpuOp::kConvert, dvb, dvf);
       c_.dma(block(dk, j, dqk_), dkb, st_);
@@ -486,10 +586,13 @@ class Attention {
   DType dt_ = DType::kBf16;
   std::int64_t dqk_ = 1, dv_ = 1, groups_ = 1, b_ = 128, nq_ = 1, nkv_ = 1;
   std::int64_t rows_ = 64;  // rows of the softmax's pieces (an eighth of a block)
+  std::int64_t piece_ = 128;  // rows of the backward's pieces
+  std::array<std::vector<TileRef>, 2> tvp_, tkp_;  // per slot, per piece: dV and dK partial products
   Array q_, k_, v_;
   std::array<isa::SemRef, 2> ld_{}, sq_{}, ldk_{}, ldv_{};
   isa::SemRef st_{};
   std::map<std::pair<std::size_t, std::int64_t>, std::uint32_t> parts_;
+  std::map<std::int64_t, std::int64_t> acc_next_;  // MXU -> its next free accumulator row
 };
 
 }  // namespace

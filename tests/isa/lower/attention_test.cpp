@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sstream>
 
 #include "common/isolated.h"
@@ -122,6 +123,31 @@ TEST(Attention, BackwardRunsFiveProductsPerBlockPair) {
   EXPECT_DOUBLE_EQ(bwd.mxu_flops, 2.5 * fwd.mxu_flops);
   EXPECT_DOUBLE_EQ(model_flops(text), bwd.mxu_flops);
   EXPECT_GT(bwd.seconds, fwd.seconds);
+}
+
+TEST(Attention, OverlapsItsUnitsOnAnMxuWiderThanTheHeadDim) {
+  // v6e: 2 MXUs of 256 x 256; at D = 128 every product has a 128-wide side
+  // (S = Q K^T and dP = dO V^T contract over D, the other three produce D
+  // columns), so at most half of each array works: the bound is the FLOPs
+  // at half the peak. The forward's softmax and the backward's chain run on
+  // row pieces under the products: within 2x (forward) and 2.5x (backward)
+  // of that bound (whole-block, before the pieces: about 2.8x and 4.4x).
+  AttentionShape s;
+  s.heads = s.kv_heads = 4;
+  s.q_len = s.kv_len = 4096;
+  const ChipConfig c = tpusim::testing::preset("v6e");
+  const double half_peak = static_cast<double>(c.core.mxu.count * c.core.mxu.rows * c.core.mxu.cols) * c.clock;
+  const KernelRun fwd = run(tpusim::testing::te_attention_module(s, false), "v6e");
+  const KernelRun bwd = run(tpusim::testing::te_attention_module(s, true), "v6e");
+  const double flops = 4.0 * 4 * 4096.0 * 4096.0 * 128;  // 4 B H S^2 D
+  EXPECT_DOUBLE_EQ(fwd.mxu_flops, flops);
+  EXPECT_DOUBLE_EQ(bwd.mxu_flops, 2.5 * flops);
+  EXPECT_GE(fwd.seconds, flops / half_peak);
+  EXPECT_LE(fwd.seconds, 2.0 * flops / half_peak);
+  EXPECT_GE(bwd.seconds, 2.5 * flops / half_peak);
+  EXPECT_LE(bwd.seconds, 2.5 * 2.5 * flops / half_peak);
+  std::printf("v6e D=128: forward %.3f x, backward %.3f x the half-width bound\n", fwd.seconds / (flops / half_peak),
+              bwd.seconds / (2.5 * flops / half_peak));
 }
 
 TEST(Attention, GroupedQueryAttentionDoesTheSameProducts) {
