@@ -48,6 +48,7 @@ enum class LoopMode {
 #define TPUSIM_COLLECTIVE_ALGORITHMS(X) \
   X(kAuto, "auto")                      \
   X(kPerAxisRing, "per-axis-ring")      \
+  X(kMultiAxis, "multi-axis")           \
   X(kFlatRing, "flat-ring")             \
   X(kDirect, "direct")                  \
   X(kHierarchical, "hierarchical")

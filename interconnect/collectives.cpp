@@ -154,42 +154,90 @@ std::vector<std::vector<DeviceId>> lines_along(const Topology& topo, const Repli
   return lines;
 }
 
-std::string schedule_rings(Network& net, const ReplicaGroup& g, const CollectiveSpec& spec,
-                           bool per_axis, std::vector<TransferId>& entry) {
+// How a group that is an axis-aligned box is scheduled (a group that is not
+// runs the flat ring whatever the mode).
+enum class BoxMode { kFlat, kPerAxis, kMultiAxis };
+
+// ReduceScatter phases along the box axes `order` (indices into box.axes) on
+// `data` unreduced bytes per device.
+void add_box_scatter(Network& net, const ReplicaGroup& g, const Box& box, const std::vector<size_t>& order,
+                     double data, const ReductionCost& reduce, std::vector<TransferId>& entry) {
+  for (size_t i : order) {
+    const auto ni = static_cast<double>(box.extent[i]);
+    for (const auto& line : lines_along(net.topology(), g, box.axes[i])) {
+      add_ring_phase(net, line, box.closed[i], RingOp::kScatter, data / ni, reduce, entry);
+    }
+    data /= ni;
+  }
+}
+
+// AllGather phases along the box axes `order` of an array of `gathered` bytes
+// per device (each device holds gathered / |g| before the first phase).
+void add_box_gather(Network& net, const ReplicaGroup& g, const Box& box, const std::vector<size_t>& order,
+                    double gathered, const ReductionCost& reduce, std::vector<TransferId>& entry) {
+  double held = gathered / static_cast<double>(g.size());
+  for (size_t i : order) {
+    for (const auto& line : lines_along(net.topology(), g, box.axes[i])) {
+      add_ring_phase(net, line, box.closed[i], RingOp::kGather, held, reduce, entry);
+    }
+    held *= static_cast<double>(box.extent[i]);
+  }
+}
+
+std::string schedule_rings(Network& net, const ReplicaGroup& g, const CollectiveSpec& spec, BoxMode mode,
+                           std::vector<TransferId>& entry) {
   const Topology& topo = net.topology();
   const auto n = static_cast<double>(g.size());
   const bool do_rs = spec.kind == CollectiveKind::kReduceScatter || spec.kind == CollectiveKind::kAllReduce;
   const bool do_ag = spec.kind == CollectiveKind::kAllGather || spec.kind == CollectiveKind::kAllReduce;
-  const std::optional<Box> box = per_axis ? as_box(topo, g) : std::nullopt;
+  const std::optional<Box> box = mode != BoxMode::kFlat ? as_box(topo, g) : std::nullopt;
   if (!box) {
     // One logical ring over the group in its listed order.
     if (do_rs) add_ring_phase(net, g, g.size() > 2, RingOp::kScatter, spec.bytes / n, spec.reduction_cost, entry);
     if (do_ag) add_ring_phase(net, g, g.size() > 2, RingOp::kGather, spec.bytes / n, spec.reduction_cost, entry);
     return std::string(algorithm_name(CollectiveAlgorithm::kFlatRing));
   }
-  std::string desc = "per-axis-ring(";
-  for (size_t i = 0; i < box->axes.size(); ++i) {
+  const size_t k = box->axes.size();
+  // One spanned axis: the multi-axis schedule is the per-axis ring itself.
+  const bool multi = mode == BoxMode::kMultiAxis && k >= 2;
+  std::string desc(algorithm_name(multi ? CollectiveAlgorithm::kMultiAxis : CollectiveAlgorithm::kPerAxisRing));
+  desc += "(";
+  for (size_t i = 0; i < k; ++i) {
     desc += fmt::format("{}{}:{}", i ? "," : "", kAxisNames[box->axes[i]], box->closed[i] ? "ring" : "line");
   }
   desc += ")";
-  if (do_rs) {
-    double data = spec.bytes;  // unreduced data per device entering the phase
-    for (size_t i = 0; i < box->axes.size(); ++i) {
-      const auto ni = static_cast<double>(box->extent[i]);
-      for (const auto& line : lines_along(topo, g, box->axes[i])) {
-        add_ring_phase(net, line, box->closed[i], RingOp::kScatter, data / ni, spec.reduction_cost, entry);
-      }
-      data /= ni;
-    }
+  // Per-axis phase orders: ReduceScatter x, y, z; AllGather z, y, x.
+  std::vector<size_t> rs_order(k), ag_order(k);
+  for (size_t i = 0; i < k; ++i) {
+    rs_order[i] = i;
+    ag_order[i] = k - 1 - i;
   }
-  if (do_ag) {
-    double held = spec.bytes / n;  // gathered data per device entering the phase
-    for (size_t k = box->axes.size(); k-- > 0;) {
-      for (const auto& line : lines_along(topo, g, box->axes[k])) {
-        add_ring_phase(net, line, box->closed[k], RingOp::kGather, held, spec.reduction_cost, entry);
-      }
-      held *= static_cast<double>(box->extent[k]);
+  if (!multi) {
+    if (do_rs) add_box_scatter(net, g, *box, rs_order, spec.bytes, spec.reduction_cost, entry);
+    if (do_ag) add_box_gather(net, g, *box, ag_order, spec.bytes, spec.reduction_cost, entry);
+    return desc;
+  }
+  // Multi-axis: k shares of V/k, share s running the per-axis phases in the
+  // orders rotated by s, all at once; at every phase index the shares are on
+  // k different axes, so all of a chip's axes carry data together. Each
+  // share has its own per-chip joins; a chip has finished when all have.
+  std::vector<std::vector<TransferId>> share_entry(k, entry);
+  for (size_t s = 0; s < k; ++s) {
+    std::vector<size_t> rs(k), ag(k);
+    for (size_t i = 0; i < k; ++i) {
+      rs[i] = rs_order[(i + s) % k];
+      ag[i] = ag_order[(i + s) % k];
     }
+    const double share = spec.bytes / static_cast<double>(k);
+    if (do_rs) add_box_scatter(net, g, *box, rs, share, spec.reduction_cost, share_entry[s]);
+    if (do_ag) add_box_gather(net, g, *box, ag, share, spec.reduction_cost, share_entry[s]);
+  }
+  for (DeviceId d : g) {
+    const TransferId join = net.add_join();
+    for (const auto& e : share_entry) {
+      if (e[static_cast<size_t>(d)] != kNone) net.add_dependency(e[static_cast<size_t>(d)], join);
+    }
+    entry[static_cast<size_t>(d)] = join;
   }
   return desc;
 }
@@ -245,7 +293,7 @@ std::string schedule_hierarchical(Network& net, const Multislice& ms, const Coll
     if (l < 2) return;
     CollectiveSpec phase = spec;
     phase.kind = kind;
-    for (const ReplicaGroup& g : ms.local) ici = schedule_rings(net, g, phase, /*per_axis=*/true, entry);
+    for (const ReplicaGroup& g : ms.local) ici = schedule_rings(net, g, phase, BoxMode::kPerAxis, entry);
   };
   if (do_rs) {
     ici_phase(CollectiveKind::kReduceScatter);
@@ -352,10 +400,15 @@ Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec
   }
 
   if (spec.algorithm == CollectiveAlgorithm::kDirect) {
-    return spec_error(fmt::format("{} has no direct algorithm; use per-axis-ring, flat-ring or hierarchical",
+    return spec_error(fmt::format("{} has no direct algorithm; use per-axis-ring, multi-axis, flat-ring or hierarchical",
                                   collective_name(spec.kind)));
   }
-  const bool per_axis = spec.algorithm != CollectiveAlgorithm::kFlatRing;
+  // auto: multi-axis for a box of one slice (per-axis-ring when it spans one
+  // axis); docs/interconnect.md says why.
+  const BoxMode mode = spec.algorithm == CollectiveAlgorithm::kFlatRing       ? BoxMode::kFlat
+                       : spec.algorithm == CollectiveAlgorithm::kPerAxisRing  ? BoxMode::kPerAxis
+                       : spec.algorithm == CollectiveAlgorithm::kHierarchical ? BoxMode::kPerAxis
+                                                                              : BoxMode::kMultiAxis;
   std::vector<TransferId> entry(static_cast<size_t>(devices), kNone);
   for (const auto& g : *groups) {
     if (spec.algorithm == CollectiveAlgorithm::kHierarchical || spec.algorithm == CollectiveAlgorithm::kAuto) {
@@ -366,7 +419,7 @@ Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec
         continue;
       }
     }
-    used.insert(schedule_rings(net, g, spec, per_axis, entry));
+    used.insert(schedule_rings(net, g, spec, mode, entry));
   }
   std::string desc;
   for (const auto& u : used) desc += (desc.empty() ? "" : " + ") + u;

@@ -9,6 +9,12 @@
 //   on every line of the box along that axis (wrapped axis spanned fully), or
 //   the two-way line schedule (no wraparound / partial axis). ReduceScatter
 //   phases go x, y, z; AllGather phases z, y, x; AllReduce = RS then AG.
+// - multi-axis: for a box spanning k >= 2 axes, the data in k equal shares;
+//   share s runs the per-axis-ring phases in the axis orders rotated by s, all
+//   shares at once, so at any phase index the shares are on k different axes
+//   and every axis' links carry data together (the scaling book's multi-axis
+//   AllGather). A box spanning one axis runs per-axis-ring. `auto` picks it
+//   for boxes of one slice.
 // - flat-ring: the group, in the listed order, as one logical bidirectional
 //   ring whose hops are routed over the physical network (any group).
 // - direct: AllToAll / CollectivePermute — every chunk sent at once on its own
@@ -20,7 +26,7 @@
 //   chips that share local coordinates (a ring over the slices on the 1/L
 //   shard), AllGather mirrored (DCN first, then ICI); AllReduce = RS then AG.
 //   Groups inside one slice run per-axis-ring. `auto` picks it for multislice
-//   groups with at least two chips per slice.
+//   groups with at least two chips per slice (its ICI phases stay per-axis).
 // Every group of the spec runs at the same time on the same network, so
 // groups that share links contend.
 #pragma once
@@ -75,7 +81,7 @@ struct CollectiveSpec {
 
 struct CollectiveResult {
   double seconds = 0;      // from start until the last group has finished
-  std::string algorithm;   // what ran, e.g. "per-axis-ring(x:ring,y:line)"
+  std::string algorithm;   // what ran, e.g. "multi-axis(x:ring,y:line)"
   NetworkRunStats network;
 };
 

@@ -289,7 +289,9 @@ class RowReader {
       const auto a = parse_algorithm(fld.text);
       if (!a || *a == CollectiveAlgorithm::kDirect) {
         fail(line_no, fld.column,
-             fmt::format("algorithm '{}': expected auto, per-axis-ring, flat-ring or hierarchical", fld.text), line);
+             fmt::format("algorithm '{}': expected auto, per-axis-ring, multi-axis, flat-ring or hierarchical",
+                         fld.text),
+             line);
       } else if (r.kind == CollectiveKind::kAllToAll && *a != CollectiveAlgorithm::kAuto) {
         fail(line_no, fld.column, "all-to-all has only the direct algorithm; leave algorithm empty or auto", line);
       } else {

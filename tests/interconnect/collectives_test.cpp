@@ -38,11 +38,12 @@ Topology topo(std::vector<std::int64_t> dims, bool wrap) {
 }
 
 double sim(const Topology& t, CollectiveKind k, double bytes, const NetworkParams& p,
-           ReplicaGroups groups = {}) {
+           ReplicaGroups groups = {}, CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto) {
   CollectiveSpec spec;
   spec.kind = k;
   spec.bytes = bytes;
   spec.groups = std::move(groups);
+  spec.algorithm = algorithm;
   auto r = simulate_collective(t, p, spec);
   EXPECT_TRUE(r.ok());
   return r.ok() ? r->seconds : -1;
@@ -130,8 +131,10 @@ TEST(CollectivesTest, SingleAxisOfTorusMatchesOneRing) {
     const Topology t = topo({8, 4}, wrap);
     // groups along y (4 chips each), 8 of them in parallel on disjoint links
     const double expected = ag_axis(4, wrap, kV, kH);
-    expect_close(sim(t, CollectiveKind::kAllGather, kV, params(), groups_spanning_axes(t, 0b10)), expected, 0.05);
-    expect_close(sim(t, CollectiveKind::kAllReduce, kV, params(), groups_spanning_axes(t, 0b01)),
+    const auto per_axis = CollectiveAlgorithm::kPerAxisRing;
+    expect_close(sim(t, CollectiveKind::kAllGather, kV, params(), groups_spanning_axes(t, 0b10), per_axis), expected,
+                 0.05);
+    expect_close(sim(t, CollectiveKind::kAllReduce, kV, params(), groups_spanning_axes(t, 0b01), per_axis),
                  2 * ag_axis(8, wrap, kV, kH), 0.05);
   }
 }
@@ -194,14 +197,117 @@ TEST(CollectivesTest, WholeToriAgreeWithPerAxisPhaseClosedForms) {
     const Topology t = topo(c.dims, c.wrap);
     const double ag = ag_torus(c.dims, c.wrap, kV, kH);
     const double rs = rs_torus(c.dims, c.wrap, kV, kH);
-    expect_close(sim(t, CollectiveKind::kAllGather, kV, big_params()), ag, 0.05);
-    expect_close(sim(t, CollectiveKind::kReduceScatter, kV, big_params()), rs, 0.05);
-    expect_close(sim(t, CollectiveKind::kAllReduce, kV, big_params()), rs + ag, 0.05);
+    const auto per_axis = CollectiveAlgorithm::kPerAxisRing;
+    expect_close(sim(t, CollectiveKind::kAllGather, kV, big_params(), {}, per_axis), ag, 0.05);
+    expect_close(sim(t, CollectiveKind::kReduceScatter, kV, big_params(), {}, per_axis), rs, 0.05);
+    expect_close(sim(t, CollectiveKind::kAllReduce, kV, big_params(), {}, per_axis), rs + ag, 0.05);
     // Latency regime: 64 B shards, time = Σ_axes steps · h for each of RS and AG.
     const double tiny = 64.0 * static_cast<double>(t.num_devices());
-    expect_close(sim(t, CollectiveKind::kAllReduce, tiny, big_params()),
+    expect_close(sim(t, CollectiveKind::kAllReduce, tiny, big_params(), {}, per_axis),
                  rs_torus(c.dims, c.wrap, tiny, kH) + ag_torus(c.dims, c.wrap, tiny, kH), 0.10);
   }
+}
+
+// --- Multi-axis: k shares of V/k, per-axis phases in rotated axis orders ----
+// With equal extents and rings every share moves the same bytes at every
+// phase index, each on its own axis, and every chip of a ring finishes a
+// phase at the same time, so no link is shared: each phase is the one-axis
+// formula on the share, and the whole is the per-axis form on V/k (bandwidth
+// term divided by k, the same Σ steps·h latency term).
+TEST(CollectivesTest, MultiAxisEqualExtentsIsPerAxisOnAShare) {
+  struct Case {
+    std::vector<std::int64_t> dims;
+    bool wrap;
+  };
+  for (const Case& c : {Case{{4, 4}, true}, Case{{8, 8}, true}, Case{{4, 4, 4}, true}}) {
+    SCOPED_TRACE(testing::Message() << c.dims.size() << "D " << c.dims[0] << " wrap=" << c.wrap);
+    const Topology t = topo(c.dims, c.wrap);
+    const double k = static_cast<double>(c.dims.size());
+    const auto multi = CollectiveAlgorithm::kMultiAxis;
+    const double ag = ag_torus(c.dims, c.wrap, kV / k, kH);
+    const double rs = rs_torus(c.dims, c.wrap, kV / k, kH);
+    expect_close(sim(t, CollectiveKind::kAllGather, kV, big_params(), {}, multi), ag, 0.01);
+    expect_close(sim(t, CollectiveKind::kReduceScatter, kV, big_params(), {}, multi), rs, 0.01);
+    expect_close(sim(t, CollectiveKind::kAllReduce, kV, big_params(), {}, multi), rs + ag, 0.01);
+  }
+  // 4x4 torus AllGather written out: per share V/2, phases y then x (share 0)
+  // or x then y (share 1); phase 1 moves 3/4·(V/2)/4/(2w), phase 2
+  // 3/4·(V/2)/(2w), 2 ring steps of h each: 15/64·V/w + 4h = 178.763 us.
+  const Topology t44 = topo({4, 4}, true);
+  expect_close(sim(t44, CollectiveKind::kAllGather, kV, big_params(), {}, CollectiveAlgorithm::kMultiAxis),
+               15.0 / 64 * kV / kW + 4 * kH, 0.01);
+}
+
+TEST(CollectivesTest, MultiAxisOnLinesLiesBetweenShareAndWhole) {
+  // Lines of 4 (4x4 without wraparound): the middle chips of a line finish a
+  // phase before its ends, start their share's next phase, and meet the other
+  // share's previous phase still crossing that axis, so links are shared; the
+  // time lies between the per-axis form on V/2 (no sharing) and on V.
+  const Topology t = topo({4, 4}, false);
+  const double multi = sim(t, CollectiveKind::kAllGather, kV, big_params(), {}, CollectiveAlgorithm::kMultiAxis);
+  EXPECT_GE(multi, ag_torus({4, 4}, false, kV / 2, kH) * 0.99);
+  EXPECT_LT(multi, ag_torus({4, 4}, false, kV, kH));
+}
+
+TEST(CollectivesTest, MultiAxisUsesBothLinksOfA2x2Box) {
+  // A 2x2x1 box (two lines of 2, as a v7 2x2x1 slice): per-axis gathers V/4
+  // over y then V/2 over x, one link at a time: 3/4·V/w + 2h. Multi-axis
+  // runs the two halves on y and x at once: 3/8·V/w + 2h (every chip takes
+  // in 3/4·V over its two links).
+  const Topology t = topo({2, 2, 1}, false);
+  CollectiveSpec spec;
+  spec.kind = CollectiveKind::kAllGather;
+  spec.bytes = kV;
+  spec.algorithm = CollectiveAlgorithm::kMultiAxis;
+  auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "multi-axis(x:line,y:line)");
+  expect_close(r->seconds, 3.0 / 8 * kV / kW + 2 * kH, 0.01);
+  expect_close(sim(t, CollectiveKind::kAllGather, kV, params(), {}, CollectiveAlgorithm::kPerAxisRing),
+               3.0 / 4 * kV / kW + 2 * kH, 0.01);
+  // AllReduce: RS then AG per share, 2·(3/8·V/w + 2h).
+  expect_close(sim(t, CollectiveKind::kAllReduce, kV, params(), {}, CollectiveAlgorithm::kMultiAxis),
+               2 * (3.0 / 8 * kV / kW + 2 * kH), 0.01);
+  // Latency regime (64 B shards): the shards run concurrently, so the steps
+  // are the per-axis ones, 2h.
+  expect_close(sim(t, CollectiveKind::kAllGather, 256, params(), {}, CollectiveAlgorithm::kMultiAxis), 2 * kH,
+               0.10);
+}
+
+TEST(CollectivesTest, MultiAxisOnOneAxisIsThePerAxisRing) {
+  const Topology t = topo({8, 4}, true);
+  for (std::uint32_t mask : {0b01u, 0b10u}) {
+    for (CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kReduceScatter, CollectiveKind::kAllReduce}) {
+      CollectiveSpec spec;
+      spec.kind = k;
+      spec.bytes = kV;
+      spec.groups = groups_spanning_axes(t, mask);
+      spec.algorithm = CollectiveAlgorithm::kPerAxisRing;
+      auto per_axis = simulate_collective(t, params(), spec);
+      spec.algorithm = CollectiveAlgorithm::kMultiAxis;
+      auto multi = simulate_collective(t, params(), spec);
+      ASSERT_TRUE(per_axis.ok() && multi.ok());
+      EXPECT_EQ(multi->seconds, per_axis->seconds);
+      EXPECT_EQ(multi->algorithm, per_axis->algorithm);  // what ran: the per-axis ring
+    }
+  }
+}
+
+TEST(CollectivesTest, MultiAxisUnequalExtentsLiesBetweenItsBounds) {
+  // 4x2 (x a ring of 4, y a line of 2) AllGather, shares V/2 of which a chip
+  // holds V/16. Share 0 (y then x): V/16 over y (1/2·(V/8)/w + h), then
+  // 3/4·(V/2)/(2w) + 2h; share 1 (x then y): 3/4·(V/4)/(2w) + 2h, then
+  // 1/2·(V/2)/w + h. The shares fall out of step and meet on the x links, so
+  // there is no exact form; the time lies between the slower share alone,
+  // 11/32·V/w + 3h, and the per-axis ring, 1/2·V/w + 3h.
+  auto t42 = Topology::create({4, 2}, {true, false});
+  ASSERT_TRUE(t42.ok());
+  const double multi = sim(*t42, CollectiveKind::kAllGather, kV, params(), {}, CollectiveAlgorithm::kMultiAxis);
+  const double per_axis =
+      sim(*t42, CollectiveKind::kAllGather, kV, params(), {}, CollectiveAlgorithm::kPerAxisRing);
+  expect_close(per_axis, 0.5 * kV / kW + 3 * kH, 0.01);
+  EXPECT_GE(multi, (11.0 / 32 * kV / kW + 3 * kH) * 0.99);
+  EXPECT_LT(multi, per_axis);
 }
 
 TEST(CollectivesTest, TorusAllToAllMatchesBusiestAxis) {
@@ -255,6 +361,10 @@ TEST(CollectivesTest, ReportsAlgorithmAndRejectsBadGroups) {
   spec.kind = CollectiveKind::kAllReduce;
   spec.bytes = 1 << 20;
   auto r = simulate_collective(t, params(), spec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->algorithm, "multi-axis(x:ring,y:ring)");  // auto on a box of two axes
+  spec.algorithm = CollectiveAlgorithm::kPerAxisRing;
+  r = simulate_collective(t, params(), spec);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->algorithm, "per-axis-ring(x:ring,y:ring)");
   spec.algorithm = CollectiveAlgorithm::kFlatRing;
