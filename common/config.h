@@ -146,6 +146,7 @@ struct SmemConfig {
 struct SequencerConfig {
   std::int64_t issue_width = 0;
   std::int64_t dispatch_latency = 0;
+  double kernel_overhead = 0;  // seconds, before every lowered op (a `delay`)
 };
 
 struct DmaConfig {

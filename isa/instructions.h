@@ -149,6 +149,11 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
     "except in-flight collectives (DMAs included) has completed and every TensorCore of the chip " \
     "has reached its matching core.barrier (the n-th of each core's program). On a one-core chip " \
     "it is a barrier that leaves collectives in flight.")                                          \
+  X(Delay, "delay", kSequencer,                                                                    \
+    (F(std::int64_t, cycles, kRequired, 0, "core cycles, >= 0")),                                  \
+    "Stall issue for cycles core cycles; the units go on with what was issued before. The "        \
+    "compiler starts every kernel with one when core.sequencer.kernel_overhead > 0 (a kernel's "   \
+    "fixed start-up cost).")                                                                       \
   X(Collective, "collective", kIci,                                                                \
     (F(CollectiveKind, op, kSubop, CollectiveKind::kAllReduce, "collective kind")                  \
      F(TileRef, dst, kRequired, {}, "result tile (HBM or VMEM)")                                   \

@@ -447,6 +447,9 @@ class Verifier {
   void check_op(std::size_t, const End&) {}
   void check_op(std::size_t, const Barrier&) {}
   void check_op(std::size_t, const CoreBarrier&) {}
+  void check_op(std::size_t i, const Delay& s) {
+    if (s.cycles < 0) error(VerifyError::kOperand, i, "delay cycles must be >= 0");
+  }
   void check_op(std::size_t i, const Collective& s) {
     const bool dst_ok = check_tile(i, s.dst, "dst");  // both checked, each reports
     const bool src_ok = check_tile(i, s.src, "src");

@@ -363,6 +363,8 @@ CASES = {
     "core.smem.capacity": ("smem_big", "v5e", [], "256 KiB", "error"),
     "core.sequencer.issue_width": ("issue", "v5e", [], "4", "faster"),
     "core.sequencer.dispatch_latency": ("issue", "v5e", [], "20", "slower"),
+    # A compiled module: the compiler starts the element-wise chain's kernel with a delay.
+    "core.sequencer.kernel_overhead": ("chain", "v5e", [], "10 us", "slower"),
     "core.dma.engines": ("dma_parallel", "v5e", [], "1", "slower"),
     "core.dma.outstanding": ("dma_parallel", "v5e", [], "4", "slower"),
     "core.dma.chunk": ("hbm_stream", "v5e", [], "512 B", "slower"),

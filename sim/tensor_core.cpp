@@ -404,6 +404,14 @@ CoTask TensorCore::sequencer() {
       }
       sequencer_waiting_ = {};
       count(sequencer_stats_.stall_core_barrier_cycles, (now() - from) / cycle_s_, pc);
+    } else if (op == isa::Opcode::kDelay) {
+      // A fixed stall (a kernel's start-up cost): no unit is involved.
+      const std::int64_t cycles = std::get<isa::Delay>(inst.op).cycles;
+      if (cycles > 0) {
+        // (The whole span at once, rounded to the time resolution, not N rounded cycles.)
+        co_await until(now() + static_cast<double>(cycles) * cycle_s_);
+        count(sequencer_stats_.stall_delay_cycles, static_cast<double>(cycles), pc);
+      }
     } else {
       Unit& u = unit_for(inst);
       const double stall_from = now();

@@ -251,11 +251,13 @@ std::string config_reference_markdown() {
        "- HBM bytes/s = hbm.bandwidth; ICI bytes/s per chip = ici.links x ici.link_bandwidth x 2 (both directions)\n"
        "- critical arithmetic intensity = bf16 peak / HBM bytes/s (FLOP per byte)\n"
        "- VPU FLOP/s = tensorcores x sublanes x lanes x alus_per_lane x clock\n"
-       "\n## Fitted efficiencies in the presets\n\n"
-       "`hbm.efficiency` and `ici.link_efficiency` stay at their nominal 1 in a preset unless the chip has at\n"
-       "least two calibration rows of measured TPU data for the key (`tests/validation/refs/hw/`); the fitted\n"
-       "value's comment in the preset gives the rows and the fit, `docs/validation.md` the error on the\n"
-       "validation rows. Presets with a fitted value (read from the presets themselves):\n\n";
+       "\n## Fitted constants in the presets\n\n"
+       "`hbm.efficiency` and `ici.link_efficiency` stay at their nominal 1, and\n"
+       "`core.sequencer.kernel_overhead` at its nominal 0, in a preset unless the chip has at least two\n"
+       "calibration rows of measured TPU data for the key (`tests/validation/refs/hw/`; for the kernel\n"
+       "overhead, device-timed kernels small enough that the fixed cost shows); the fitted value's comment\n"
+       "in the preset gives the rows and the fit, `docs/validation.md` the error on the validation rows.\n"
+       "Presets with a fitted value (read from the presets themselves):\n\n";
   // Listed from the embedded presets, so this section cannot disagree with them.
   for (const PresetText& preset : builtin_presets()) {
     const auto loaded = load_config(preset.name);
@@ -266,6 +268,10 @@ std::string config_reference_markdown() {
     }
     if (c.ici.link_efficiency != 1.0) {
       s += fmt::format("- {}: `ici.link_efficiency` = {:g} (`{}`)\n", preset.name, c.ici.link_efficiency, preset.path);
+    }
+    if (c.core.sequencer.kernel_overhead != 0.0) {
+      s += fmt::format("- {}: `core.sequencer.kernel_overhead` = {} (`{}`)\n", preset.name,
+                       format_quantity(c.core.sequencer.kernel_overhead, Dimension::kSeconds), preset.path);
     }
   }
   return s;

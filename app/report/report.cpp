@@ -335,7 +335,8 @@ json report_json(const ReportInput& in) {
       {"sequencer_queue_full_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_queue_full_cycles; })},
       {"sequencer_barrier_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_barrier_cycles; })},
       {"sequencer_core_barrier_cycles",
-       core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_core_barrier_cycles; })}};
+       core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_core_barrier_cycles; })},
+      {"sequencer_delay_cycles", core_sum(r, [](const CoreUse& c) { return c.sequencer.stall_delay_cycles; })}};
   if (in.roofline == nullptr) {
     j["ops"] = provenance_ops_json(in, cores);
   } else {
@@ -450,13 +451,16 @@ std::string report_text(const ReportInput& in) {
                      100 * u["utilization"].get<double>(), u["instructions"].get<double>(),
                      u["dependency_stall_cycles"].get<double>());
   }
-  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles{}\n",
+  // Delays (kernel start-up cost, core.sequencer.kernel_overhead) are shown when a program has them.
+  const double delay_cycles = j["stalls"]["sequencer_delay_cycles"].get<double>();
+  o += fmt::format("\nsequencer stalls: semaphore {:.0f}, full queue {:.0f}, barrier {:.0f} cycles{}{}\n",
                    j["stalls"]["sequencer_semaphore_cycles"].get<double>(),
                    j["stalls"]["sequencer_queue_full_cycles"].get<double>(),
                    j["stalls"]["sequencer_barrier_cycles"].get<double>(),
                    cores > 1 ? fmt::format(", core.barrier {:.0f} (summed over the cores)",
                                            j["stalls"]["sequencer_core_barrier_cycles"].get<double>())
-                             : std::string());
+                             : std::string(),
+                   delay_cycles > 0 ? fmt::format(", delay {:.0f}", delay_cycles) : std::string());
   const int top = in.profile.top;
   // "... 12 more ops: 3.2 us, 1.1%" below a table cut at --top.
   const auto rest = [&o](const json& rows, std::size_t shown, const char* what) {

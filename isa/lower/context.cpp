@@ -1,6 +1,7 @@
 #include "isa/lower/context.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <type_traits>
 
@@ -132,6 +133,14 @@ void Ctx::begin_section() {
   // complete before this one reads them.
   if (opt.cores > 1 && report.sections > 0) emit(isa::CoreBarrier{});
   ++report.sections;
+}
+
+std::int64_t Ctx::kernel_overhead_cycles() const {
+  return std::llround(chip.core.sequencer.kernel_overhead * chip.clock);
+}
+
+void Ctx::kernel_start() {
+  if (const std::int64_t cycles = kernel_overhead_cycles(); cycles > 0) emit(isa::Delay{cycles});
 }
 
 std::pair<std::int64_t, std::int64_t> Ctx::core_share(std::int64_t items) const {

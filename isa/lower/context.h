@@ -86,6 +86,12 @@ class Ctx {
   // (each iteration writes them before reading them; the verifier checks
   // that), so every section starts its VMEM arena at 0.
   void begin_section();
+  // A kernel's fixed start-up cost (core.sequencer.kernel_overhead): a
+  // `delay` of that time in cycles, rounded, as the first instruction of the
+  // section's provenance; nothing when it rounds to 0 cycles (the nominal
+  // presets), so their programs are unchanged.
+  void kernel_start();
+  [[nodiscard]] std::int64_t kernel_overhead_cycles() const;
   [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
   // The buffers allocated since vmem_used() was `mark` are dead (their
   // piece of the section waited for all its DMAs): later ones reuse the room.

@@ -278,11 +278,13 @@ class Lowerer {
   // Provenance of a section: the instruction's name, prefixed by the entry
   // computation's instruction it belongs to when nested ("while.3/fusion.2"),
   // so reports roll every instruction up to an op of the entry computation.
+  // Its first instruction is the kernel's start-up delay, if the chip has one.
   void section(const Instruction& x, bool approximate) {
     c_.begin_section();
     const std::string name = provenance_name(x);
     c_.set_provenance(approximate ? "approx:" + std::string(x.opcode_text()) + " " + name : name);
     c_.set_location(c_.loc(x));
+    c_.kernel_start();
   }
   std::string provenance_name(const Instruction& x) const {
     std::string name(x.name());

@@ -19,7 +19,8 @@ namespace tpusim {
   X(stall_semaphore_cycles, kCycles, "issue stalled in sem.wait")                            \
   X(stall_queue_full_cycles, kCycles, "issue stalled on a full unit queue")                  \
   X(stall_barrier_cycles, kCycles, "issue stalled in barrier")                               \
-  X(stall_core_barrier_cycles, kCycles, "issue stalled in core.barrier (own drain and the other TensorCores)")
+  X(stall_core_barrier_cycles, kCycles, "issue stalled in core.barrier (own drain and the other TensorCores)") \
+  X(stall_delay_cycles, kCycles, "issue stalled in delay (kernel start-up cost)")
 #define TPUSIM_VMEM_STATS(X)                              \
   X(bytes, kBytes, "VMEM traffic of all units")           \
   X(busy_cycles, kCycles, "cycles VMEM bandwidth was in use")

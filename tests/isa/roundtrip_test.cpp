@@ -46,8 +46,10 @@ xlu.transpose dst=v src=v
 xlu.permute dst=v src=v shift=-3
 xlu.reduce.max dst=v[0:64, 0:1] src=v
 eup.logistic dst=v src=v
+delay cycles=0
 repeat count=10
   barrier
+  delay cycles=7700
   repeat count=2
     eup.exp dst=v src=v @ "inner"
   end

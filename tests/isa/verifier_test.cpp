@@ -419,6 +419,16 @@ TEST(Verifier, DiagnosticsCarryFileLineColumnAndSource) {
   EXPECT_NE(d.format().find("t.tasm:7:3"), std::string::npos) << d.format();
 }
 
+// `delay` stalls issue for a number of cycles: 0 is legal (no stall), a
+// negative count is an operand error at the instruction's line and column.
+TEST(Verifier, DelayCyclesAreNonNegative) {
+  EXPECT_TRUE(check(std::string(kHeader) + "delay cycles=0\ndelay cycles=1000\n").ok());
+  const auto r = check(std::string(kHeader) + "delay cycles=5\n  delay cycles=-1\n");
+  ASSERT_EQ(r.issues.size(), 1u) << dump(r);
+  EXPECT_EQ(r.count(VerifyError::kOperand), 1u) << dump(r);
+  EXPECT_NE(dump(r).find("t.tasm:8:3: error: [operand] delay cycles must be >= 0"), std::string::npos) << dump(r);
+}
+
 std::string read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -2,12 +2,16 @@
 // its own process under ctest (SystemC elaborates once per process). Expected
 // cycle counts are derived in the comments from the preset's figures, not
 // from the simulator's code.
+#include <array>
 #include <cmath>
+#include <fmt/format.h>
 #include <map>
+#include <sstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/config_loader.h"
+#include "common/isolated.h"
 #include "isa/assembler.h"
 #include "sim/simulate.h"
 
@@ -40,6 +44,36 @@ TEST(TensorCore, DenseDmaTakesLatencyPlusBytesOverHbmBandwidth) {
   const double expect = 1 + cycles_of(300e-9, 1.5e9) + cycles_of(1048576 / 819e9, 1.5e9);
   EXPECT_NEAR(r.cycles, expect, 2);
   EXPECT_DOUBLE_EQ(r.stats.value("chip0.hbm.read_bytes"), 1048576);
+}
+
+TEST(TensorCore, DelayStallsIssueForExactlyItsCycles) {
+  // An otherwise idle core: one VPU add after the delay. The add waits for
+  // the delay's end, so a delay of N cycles adds N cycles (N / 1.5 GHz on
+  // v5e) to the same program with a delay of 0, and the sequencer counts
+  // them as delay stalls. One simulation per process: each runs in a child.
+  constexpr std::int64_t kN = 1234;
+  const auto with_delay = [](std::int64_t n) {
+    std::string error;
+    const auto out = run_isolated(
+        [n] {
+          const SimResult r = run(".buffer v vmem f32 [8, 128] offset=0\ndelay cycles=" + std::to_string(n) +
+                                  "\nvpu.add dst=v a=v b=v\n");
+          return fmt::format("{} {:.17g} {}", r.cycles, r.seconds,
+                             r.stats.value("chip0.core0.sequencer.stall_delay_cycles"));
+        },
+        error);
+    EXPECT_TRUE(out.has_value()) << error;
+    std::array<double, 3> v{};
+    std::istringstream in(out.value_or(""));
+    in >> v[0] >> v[1] >> v[2];
+    return v;
+  };
+  const auto none = with_delay(0), delayed = with_delay(kN);
+  EXPECT_GT(none[0], 0);
+  EXPECT_DOUBLE_EQ(delayed[0] - none[0], static_cast<double>(kN));
+  EXPECT_NEAR(delayed[1] - none[1], static_cast<double>(kN) / 1.5e9, 1e-12);  // SystemC's 1 ps resolution
+  EXPECT_DOUBLE_EQ(none[2], 0);
+  EXPECT_DOUBLE_EQ(delayed[2], static_cast<double>(kN));
 }
 
 TEST(TensorCore, DerivedStatsAreFormulasOverTheRunsCounters) {

@@ -100,6 +100,52 @@ ENTRY e {
   expect_verifies(l.program, c);
 }
 
+// core.sequencer.kernel_overhead: every section (lowered op) starts with a
+// `delay` of round(overhead x clock) cycles; at 0 (the nominal presets) the
+// program has no delay at all.
+TEST(Lower, KernelOverheadStartsEverySectionWithADelay) {
+  const std::string text = R"(HloModule m
+ENTRY e {
+  a = f32[1024,1024] parameter(0)
+  b = f32[1024,1024] parameter(1)
+  s = f32[1024,1024] add(a, b)
+  c = f32[1024,1024] copy(s)
+  ROOT d = f32[1024,1024] dot(c, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  const auto delays = [](const isa::Program& p) {
+    std::vector<std::int64_t> out;
+    for (const auto& i : p.code) {
+      if (const auto* d = std::get_if<isa::Delay>(&i.op)) out.push_back(d->cycles);
+    }
+    return out;
+  };
+  ChipConfig c = chip();
+  ASSERT_EQ(c.core.sequencer.kernel_overhead, 0);
+  const auto nominal = lower_text(text, c);
+  EXPECT_TRUE(delays(nominal.program).empty());
+
+  c.core.sequencer.kernel_overhead = 1.2345e-6;
+  const std::int64_t cycles = std::llround(1.2345e-6 * c.clock);  // 1851.75 -> 1852 at 1.5 GHz
+  const auto l = lower_text(text, c);
+  EXPECT_GE(l.report.sections, 2u);
+  EXPECT_EQ(delays(l.program), std::vector<std::int64_t>(l.report.sections, cycles));
+  // Each is the first instruction of its op, and the rest is the nominal program.
+  std::set<std::string> started;
+  std::size_t nominal_pc = 0;
+  for (const auto& i : l.program.code) {
+    const std::string prov(l.program.provenance(i));
+    if (started.insert(prov).second) {
+      EXPECT_TRUE(std::holds_alternative<isa::Delay>(i.op)) << prov;
+      continue;
+    }
+    ASSERT_LT(nominal_pc, nominal.program.code.size());
+    EXPECT_TRUE(i.op == nominal.program.code[nominal_pc++].op) << prov;
+  }
+  EXPECT_EQ(nominal_pc, nominal.program.code.size());
+  EXPECT_EQ(started.size(), l.report.sections);
+  expect_verifies(l.program, c);
+}
+
 TEST(Lower, SoftmaxFusionUsesXluReduceAndEup) {
   const ChipConfig c = chip();
   const auto l = lower_text(R"(HloModule m
