@@ -362,6 +362,11 @@ if os.path.exists(ms_path):
 
 # What the training-step rows show (mechanisms measured on the rows; see docs/validation.md).
 TRAIN_NOTES = [
+    "", "Re-run state: the table holds the rows simulated by this commit's tpusim, the one-slice rows and",
+    "the named v6e models. The multislice rows were not re-run after the MXU result-path, flash-attention",
+    "pipelining and multi-axis collective changes (about an hour on 2 cores; `validate_train.py --rows N`",
+    "runs them), and the notes below quote per-row numbers from the run before those changes where they",
+    "give them.",
     "", "What the rows show:",
     "- The default decoder's fsdp-only rows on v5e and v5p (16B, 32B, 64B) are within -12.1%..+10.6%",
     "  (the larger misses are the 16- and 32-slice v5e rows: DCN, below). What is left is MXU time:",
