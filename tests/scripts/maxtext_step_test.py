@@ -87,6 +87,30 @@ class MaxTextStep(unittest.TestCase):
             text, _ = maxtext_hlo.emit(dims, 2, 256, 4, tp, 2, remat)
             self.assertEqual(dead(text), [], (dims, remat))
 
+    def test_405b_and_fsdp_over_dcn(self):
+        # llama3.1-405b on 2x v6e-256 with dcn_fsdp_parallelism=2: FSDP spans both slices (512 devices), no
+        # DCN data axis.
+        r = next(r for r in self.rows if r["model"] == "llama3.1-405b" and r["chip"] == "v6e")
+        d = self.m.parse_spec(r["model_spec"])
+        self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["head_dim"], d["mlp"], d["layers"], d["vocab"]),
+                         (16384, 128, 8, 128, 53248, 126, 128256))
+        self.assertIsNone(self.m.supported(r))
+        self.assertEqual(self.m.mesh(r), (512, 1, 1))
+        # The layer count (commented out in the config file): the row's published TFLOP/s/device times its step
+        # time is MaxText's TFLOP formula of its tag (attention 12*heads*layers*head_dim*seq^2*batch, no causal
+        # halving) for 126 layers, to the figures' rounding.
+        reported = float(r["also_reported"].split("TFLOP/s/device")[1].split(";")[0]) * float(r["measured"])
+        B, S = float(r["per_device_batch"]), int(r["seq_len"])
+        formula = (6 * self.m.matmul_params(d) * S * B + 12 * d["heads"] * d["layers"] * d["head_dim"] * S * S * B) / 1e12
+        self.assertAlmostEqual(reported / formula, 1.0, delta=1e-4)
+        # dcn_fsdp over only some of the slices is refused with the reason
+        part = dict(r, num_slices="4", chips="1024", parallelism="ici_fsdp_parallelism=256;dcn_fsdp_parallelism=2")
+        self.assertIn("part of the slices", self.m.supported(part))
+        every = dict(part, parallelism="ici_fsdp_parallelism=256;dcn_fsdp_parallelism=-1")
+        self.assertEqual(self.m.mesh(every), (1024, 1, 1))
+        data = dict(part, parallelism="ici_fsdp_parallelism=256;dcn_data_parallelism=4")
+        self.assertEqual(self.m.mesh(data), (256, 1, 4))
+
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
         E, H, K, F, L, V, B, S = 5120, 32, 256, 32768, 32, 32768, 2, 2048

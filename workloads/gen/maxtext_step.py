@@ -62,6 +62,10 @@ MODEL_CONFIGS = {
     "llama3.1-70b": dict(emb=8192, heads=64, kv_heads=8, head_dim=128, mlp=28672, layers=80, vocab=128256),
     "llama2-70b": dict(emb=8192, heads=64, kv_heads=8, head_dim=128, mlp=28672, layers=80, vocab=32000),
     "mistral-7b": dict(emb=4096, heads=32, kv_heads=8, head_dim=128, mlp=14336, layers=32, vocab=32000),
+    # llama3.1-405b.yml @134af88147ed has base_num_decoder_layers commented out; 126 is the model's layer
+    # count (Llama 3 paper, table 3) and the one the v6e row ran: its published TFLOP/s/device x step time
+    # is MaxText's formula for these dimensions with 126 layers (tests/scripts/maxtext_step_test.py).
+    "llama3.1-405b": dict(emb=16384, heads=128, kv_heads=8, head_dim=128, mlp=53248, layers=126, vocab=128256),
 }
 for _d in MODEL_CONFIGS.values():
     _d.update(mlp_matrices=3, tied=False, iota_embed=False)
@@ -110,10 +114,16 @@ def per_device_tflop(d, batch, seq):
 
 
 def mesh(row):
-    """(fsdp, tensor, slices) of a row: MaxText's ici_fsdp/ici_tensor (-1: the rest of a slice's
-    chips) and its number of slices (the DCN data axis)."""
+    """(fsdp, tensor, data) of a row: MaxText's ici_fsdp/ici_tensor (-1: the rest of a slice's chips)
+    and the DCN data axis (its slices). With dcn_fsdp_parallelism equal to the number of slices, FSDP
+    spans the slices instead: fsdp is ici_fsdp x slices (the slice the slowest part of a device's
+    fsdp index, as device ids number one slice after another) and the data axis is 1."""
     slices = int(row["num_slices"])
     per_slice = int(row["chips"]) // slices
+    m = re.search(r"dcn_fsdp(?:_parallelism)?=(-?\d+)", row["parallelism"])
+    dcn_fsdp = slices if m and int(m.group(1)) == -1 else int(m.group(1)) if m else 1
+    if dcn_fsdp not in (1, slices):
+        raise ValueError(f"dcn_fsdp {dcn_fsdp} over {slices} slices: FSDP over part of the slices is not generated")
 
     def axis(name, default):
         m = re.search(name + r"(?:_parallelism)?=(-?\d+)", row["parallelism"])
@@ -130,7 +140,7 @@ def mesh(row):
     fsdp *= transpose
     if fsdp * tensor != per_slice:
         raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} chips per slice")
-    return fsdp, tensor, slices
+    return fsdp * dcn_fsdp, tensor, slices // dcn_fsdp
 
 
 def supported(row):
@@ -143,8 +153,6 @@ def supported(row):
         return f"precision {row['precision']}"
     if row["chip"] == "v7":
         return "a TPU7x chip is two devices (one per TensorCore die); per-device programs are not generated yet"
-    if re.search(r"dcn_fsdp(?:_parallelism)?=(\d+)", row["parallelism"]):
-        return "FSDP over DCN is not generated (only 'data' over DCN)"
     try:
         import maxtext_hlo  # beside this script
         maxtext_hlo.remat_plan(*remat(row))
@@ -222,7 +230,7 @@ def emit_row(rows, a):
     text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices,
                                   remat(r))
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
-            f"(fsdp {fsdp} x tensor {tensor} x {slices} slice(s)), per-device batch {step.c.B} x seq {step.c.S}, "
+            f"(fsdp {fsdp} x tensor {tensor} x DCN data {slices}), per-device batch {step.c.B} x seq {step.c.S}, "
             f"{remat_policy(r)} remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
             f"run with: tpusim run F.hlo {' '.join(run_args(r))}\n")
     out = sys.stdout if a.output == "-" else open(a.output, "w")
