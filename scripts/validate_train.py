@@ -49,7 +49,7 @@ def measured_step_s(row, dims):
 def simulate(tpusim, row, index, tmp):
     fsdp, tensor, slices = maxtext_step.mesh(row)
     dims = maxtext_step.parse_spec(row["model_spec"])
-    text, _ = maxtext_hlo.emit(dims, float(row["per_device_batch"]), int(row["seq_len"]), fsdp, tensor, slices,
+    text, _ = maxtext_hlo.emit(dims, maxtext_step.chip_batch(row), int(row["seq_len"]), fsdp, tensor, slices,
                                maxtext_step.remat(row))
     path = os.path.join(tmp, f"row{index}.hlo")
     with open(path, "w") as f:

@@ -111,6 +111,26 @@ class MaxTextStep(unittest.TestCase):
         data = dict(part, parallelism="ici_fsdp_parallelism=256;dcn_data_parallelism=4")
         self.assertEqual(self.m.mesh(data), (256, 1, 4))
 
+    def test_tpu7x_rows_run_a_chip_as_one_megacore_device(self):
+        # TPU7x: two JAX devices per chip. ici_fsdp -1 over a 4x4x4 slice is 128 devices = 64 chips; the
+        # generated step is per chip with both devices' batch (2 x per_device_batch), run with megacore=true.
+        r = next(r for r in self.rows if r["chip"] == "v7" and r["model"] == "llama3.1-70b" and
+                 r["precision"] == "bf16" and r["topology_per_slice"] == "4x4x4")
+        self.assertIsNone(self.m.supported(r))
+        self.assertEqual(int(r["chips"]), 64)
+        self.assertEqual(self.m.mesh(r), (64, 1, 1))
+        self.assertEqual(self.m.chip_batch(r), 2 * float(r["per_device_batch"]))
+        args = self.m.run_args(r)
+        self.assertEqual(args[args.index("megacore=true") - 1], "--set")
+        # an explicit device count on the fsdp axis is in devices, too
+        self.assertEqual(self.m.mesh(dict(r, parallelism="ici_fsdp_parallelism=128")), (64, 1, 1))
+        # tensor parallelism across a chip's two devices is not generated
+        self.assertIn("whole chips", self.m.supported(dict(r, parallelism="ici_fsdp_parallelism=64;ici_tensor_parallelism=2")))
+        # a v6e row is one device per chip
+        v6e = next(r for r in self.rows if r["chip"] == "v6e" and r["model"] == "llama3.1-8b")
+        self.assertEqual(self.m.chip_batch(v6e), float(v6e["per_device_batch"]))
+        self.assertNotIn("megacore=true", self.m.run_args(v6e))
+
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
         E, H, K, F, L, V, B, S = 5120, 32, 256, 32768, 32, 32768, 2, 2048

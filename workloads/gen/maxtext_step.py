@@ -20,6 +20,14 @@ MaxText's formula leaves them out.
 The step time of a TFLOP/s/chip row is this TFLOP count over the published
 TFLOP/s/chip figure.
 
+A TPU7x chip is two JAX devices (one per TensorCore die, each with its own
+HBM). The step is generated per chip (the batch of both devices, FSDP over
+the chips) and run with `megacore=true`: the two TensorCores split every op
+and share the chip's HBM. Approximations: the cores meet at every op where the
+two devices run independently, and each weight shard enters a chip over ICI
+once (an all-gather over the 2 x chips devices that crosses the die-to-die
+link inside the chip and not the ICI twice).
+
 A row's model is either stated ("MaxText default decoder,
 global_parameter_scale=N: emb=..,heads=..,head_dim=..,mlp=.. (act),layers=..,
 vocab=..": no GQA, one MLP activation, relu: two MLP matrices wi and wo, the
@@ -119,7 +127,7 @@ def mesh(row):
     spans the slices instead: fsdp is ici_fsdp x slices (the slice the slowest part of a device's
     fsdp index, as device ids number one slice after another) and the data axis is 1."""
     slices = int(row["num_slices"])
-    per_slice = int(row["chips"]) // slices
+    per_slice = int(row["chips"]) // slices * devices_per_chip(row)
     m = re.search(r"dcn_fsdp(?:_parallelism)?=(-?\d+)", row["parallelism"])
     dcn_fsdp = slices if m and int(m.group(1)) == -1 else int(m.group(1)) if m else 1
     if dcn_fsdp not in (1, slices):
@@ -139,8 +147,25 @@ def mesh(row):
         fsdp = per_slice // (tensor * transpose)
     fsdp *= transpose
     if fsdp * tensor != per_slice:
-        raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} chips per slice")
+        raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} devices per slice")
+    per_chip = devices_per_chip(row)
+    if per_chip > 1:  # the chip's devices run as one megacore device (chip_batch, run_args)
+        if tensor != 1 or fsdp % per_chip:
+            raise ValueError(f"{per_chip} devices per chip with ici_tensor {tensor}, ici_fsdp {fsdp}: only "
+                             "fsdp over whole chips is generated")
+        fsdp //= per_chip
     return fsdp * dcn_fsdp, tensor, slices // dcn_fsdp
+
+
+def devices_per_chip(row):
+    """JAX devices per chip: 2 on TPU7x (one per TensorCore die), else 1."""
+    return 2 if row["chip"] == "v7" else 1
+
+
+def chip_batch(row):
+    """Sequences per generated device: MaxText's per_device_batch, times a TPU7x chip's two devices (the
+    step is generated per chip and run with the chip's TensorCores as one megacore device, run_args)."""
+    return float(row["per_device_batch"]) * devices_per_chip(row)
 
 
 def supported(row):
@@ -151,13 +176,11 @@ def supported(row):
         return f"model {name}: {why}" if why else f"model {name}: its dimensions are not in MODEL_CONFIGS"
     if row["precision"] != "bf16":
         return f"precision {row['precision']}"
-    if row["chip"] == "v7":
-        return "a TPU7x chip is two devices (one per TensorCore die); per-device programs are not generated yet"
     try:
         import maxtext_hlo  # beside this script
         maxtext_hlo.remat_plan(*remat(row))
         fsdp, tensor, _ = mesh(row)
-        if float(row["per_device_batch"]) * tensor < 1:
+        if chip_batch(row) * tensor < 1:
             return "fractional per-device batch"
     except ValueError as err:
         return str(err)
@@ -187,6 +210,8 @@ def run_args(row):
     args = ["--chip", row["chip"], "--system", topo, "--mode", "symmetric", "--loops", "extrapolate"]
     if int(row["num_slices"]) > 1:
         args += ["--set", f"system.slices={row['num_slices']}"]
+    if devices_per_chip(row) > 1:
+        args += ["--set", "megacore=true"]
     return args
 
 
@@ -227,7 +252,7 @@ def emit_row(rows, a):
     import maxtext_hlo  # beside this script
     fsdp, tensor, slices = mesh(r)
     d = parse_spec(r["model_spec"])
-    text, step = maxtext_hlo.emit(d, float(r["per_device_batch"]), int(r["seq_len"]), fsdp, tensor, slices,
+    text, step = maxtext_hlo.emit(d, chip_batch(r), int(r["seq_len"]), fsdp, tensor, slices,
                                   remat(r))
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
             f"(fsdp {fsdp} x tensor {tensor} x DCN data {slices}), per-device batch {step.c.B} x seq {step.c.S}, "
