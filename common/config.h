@@ -137,6 +137,7 @@ struct VmemConfig {
   double capacity = 0;  // bytes
   std::int64_t ports = 0;
   double bytes_per_cycle = 0;
+  double scoped_limit = 0;  // bytes one kernel may use; 0 = the compiler's default share of capacity
 };
 
 struct SmemConfig {

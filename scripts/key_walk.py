@@ -360,6 +360,8 @@ CASES = {
     "core.vmem.capacity": ("vmem_big", "v5e", [], "32 MiB", "error"),
     "core.vmem.ports": ("vmem_copy", "v5e", [], "1", "faster"),
     "core.vmem.bytes_per_cycle": ("vmem_copy", "v5e", [], "512", "slower"),
+    # A dot's tiles within a 1 MiB kernel limit: narrower tiles re-read the operands and cannot hide the MXU's weight loads.
+    "core.vmem.scoped_limit": ("dot", "v5e", [], "1 MiB", "slower"),
     "core.smem.capacity": ("smem_big", "v5e", [], "256 KiB", "error"),
     "core.sequencer.issue_width": ("issue", "v5e", [], "4", "faster"),
     "core.sequencer.dispatch_latency": ("issue", "v5e", [], "20", "slower"),

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <stdexcept>
 #include <unistd.h>
 
 #include "app/hlo_run.h"
@@ -51,6 +52,21 @@ std::string dot_hlo(const Row& r) {
 }
 
 }  // namespace
+
+std::optional<double> scoped_vmem_limit_bytes(std::string_view xla_flags) {
+  static constexpr std::string_view kFlag = "--xla_tpu_scoped_vmem_limit_kib=";
+  const std::size_t at = xla_flags.rfind(kFlag);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view rest = xla_flags.substr(at + kFlag.size());
+  const std::size_t end = rest.find_first_not_of("0123456789");
+  const std::string_view digits = rest.substr(0, end);
+  const bool separated = end == std::string_view::npos || rest[end] == ' ' || rest[end] == ';';
+  if (digits.empty() || digits.size() > 9 || !separated || std::stoll(std::string(digits)) <= 0) {
+    throw std::invalid_argument(fmt::format("{}{}: expected a positive whole number of KiB", kFlag,
+                                            rest.substr(0, rest.find(' '))));
+  }
+  return static_cast<double>(std::stoll(std::string(digits))) * 1024.0;
+}
 
 double call_overhead_s(const std::vector<double>& measured_s, const std::vector<double>& predicted_s) {
   std::vector<double> dominated, all;
@@ -158,6 +174,12 @@ int validate_gemm_csv(const std::string& path, double tolerance, bool as_json, s
       configs.emplace(key, c);
     }
     r.config = configs.at(key);
+    try {
+      if (const auto limit = scoped_vmem_limit_bytes(r.flags)) r.config.core.vmem.scoped_limit = *limit;
+    } catch (const std::invalid_argument& e) {
+      bad.push_back(table->error_at(rec, "xla_flags", e.what()));
+      continue;
+    }
     rows.push_back(std::move(r));
   }
   if (!bad.empty()) {

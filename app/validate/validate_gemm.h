@@ -10,6 +10,8 @@
 //   host    Python wall clock per call (dispatch and sync included): the
 //           prediction adds the series' per-call overhead, fitted on its
 //           calibration rows only (call_overhead_s below).
+// A row whose xla_flags set --xla_tpu_scoped_vmem_limit_kib=N is compiled with
+// core.vmem.scoped_limit = N KiB (the VMEM a kernel may use).
 // A series is (chip, dtype, timing); `split` (cal|val, fixed by the file's
 // rule before any error was computed) says which rows fit and which test.
 // Reported per series: the overhead, and the mean absolute percentage error
@@ -18,7 +20,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tpusim {
@@ -29,6 +33,12 @@ namespace tpusim {
 // most a quarter of the measured time: the smallest shapes), else over
 // every row; 0 without rows. Seconds.
 double call_overhead_s(const std::vector<double>& measured_s, const std::vector<double>& predicted_s);
+
+// The scoped VMEM limit (bytes) an XLA flag string sets: the last
+// --xla_tpu_scoped_vmem_limit_kib=N in it; std::nullopt when it sets none.
+// Throws std::invalid_argument when the flag's value is not a positive
+// whole number of KiB.
+std::optional<double> scoped_vmem_limit_bytes(std::string_view xla_flags);
 
 struct ErrorStats {
   std::size_t rows = 0;

@@ -124,7 +124,9 @@ std::int64_t Ctx::vmem_footprint(isa::DType d, std::int64_t rows, std::int64_t c
 }
 
 std::int64_t Ctx::vmem_budget() const {
-  return static_cast<std::int64_t>(chip.core.vmem.capacity * opt.vmem_budget_fraction);
+  const auto& vmem = chip.core.vmem;
+  if (vmem.scoped_limit > 0) return static_cast<std::int64_t>(std::min(vmem.scoped_limit, vmem.capacity));
+  return static_cast<std::int64_t>(vmem.capacity * opt.vmem_budget_fraction);
 }
 
 void Ctx::begin_section() {

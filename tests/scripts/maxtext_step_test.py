@@ -131,6 +131,18 @@ class MaxTextStep(unittest.TestCase):
         self.assertEqual(self.m.chip_batch(v6e), float(v6e["per_device_batch"]))
         self.assertNotIn("megacore=true", self.m.run_args(v6e))
 
+    def test_scoped_vmem_limit_of_the_rows_flags(self):
+        # The XLA scoped VMEM limit a row's run set becomes core.vmem.scoped_limit: MaxText's
+        # DENSE_VMEM_LIMIT_FLAG is 98304 KiB; an explicit flag is read as written; no flag, no key.
+        v6e = next(r for r in self.rows if r["chip"] == "v6e" and "DENSE_VMEM_LIMIT_FLAG" in r["xla_flags"])
+        self.assertEqual(self.m.scoped_vmem_limit_kib(v6e), 98304)
+        self.assertIn("core.vmem.scoped_limit=98304KiB", self.m.run_args(v6e))
+        explicit = dict(v6e, xla_flags="--xla_tpu_scoped_vmem_limit_kib=61440 --xla_foo=1")
+        self.assertEqual(self.m.scoped_vmem_limit_kib(explicit), 61440)
+        v5e = next(r for r in self.rows if r["chip"] == "v5e")
+        self.assertIsNone(self.m.scoped_vmem_limit_kib(v5e))
+        self.assertFalse(any(a.startswith("core.vmem.scoped_limit") for a in self.m.run_args(v5e)))
+
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
         E, H, K, F, L, V, B, S = 5120, 32, 256, 32768, 32, 32768, 2, 2048

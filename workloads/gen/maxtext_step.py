@@ -204,10 +204,28 @@ def remat(row):
     return policy, choices
 
 
+# MaxText's benchmarks/xla_flags_library.py (AI-Hypercomputer/maxtext@48445cf00e73): DENSE_VMEM_LIMIT_FLAG is
+# " --xla_tpu_scoped_vmem_limit_kib=98304" ("experimentally recommended values for compute bound models").
+XLA_FLAG_LIBRARY = {"DENSE_VMEM_LIMIT_FLAG": "--xla_tpu_scoped_vmem_limit_kib=98304"}
+
+
+def scoped_vmem_limit_kib(row):
+    """The XLA scoped VMEM limit (KiB) the row's run set, or None (the compiler's default)."""
+    flags = row["xla_flags"]
+    for name, text in XLA_FLAG_LIBRARY.items():
+        if re.search(r"\b" + name + r"\b", flags):
+            flags += " " + text
+    found = re.findall(r"--xla_tpu_scoped_vmem_limit_kib=(\d+)", flags)
+    return int(found[-1]) if found else None
+
+
 def run_args(row):
-    """`tpusim run` arguments reproducing the row's slice (symmetric SPMD, loops extrapolated)."""
+    """`tpusim run` arguments reproducing the row's slice (symmetric SPMD, loops extrapolated) and the XLA
+    scoped VMEM limit its run set (core.vmem.scoped_limit)."""
     topo = row["topology_per_slice"].split()[0]
     args = ["--chip", row["chip"], "--system", topo, "--mode", "symmetric", "--loops", "extrapolate"]
+    if (kib := scoped_vmem_limit_kib(row)) is not None:
+        args += ["--set", f"core.vmem.scoped_limit={kib}KiB"]
     if int(row["num_slices"]) > 1:
         args += ["--set", f"system.slices={row['num_slices']}"]
     if devices_per_chip(row) > 1:

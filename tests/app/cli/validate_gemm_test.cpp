@@ -81,6 +81,44 @@ TEST(CliValidateGemm, PredictionsAreTheRunsPlusTheCalibratedOverhead) {
   EXPECT_THAT(strict.out, HasSubstr("over the 0% val MAPE tolerance"));
 }
 
+TEST(GemmFlags, ScopedVmemLimitIsTheLastFlagInKiB) {
+  EXPECT_FALSE(scoped_vmem_limit_bytes("none").has_value());
+  EXPECT_FALSE(scoped_vmem_limit_bytes("--xla_tpu_enable_async_collective_fusion=true").has_value());
+  EXPECT_EQ(scoped_vmem_limit_bytes("--xla_tpu_scoped_vmem_limit_kib=65536"), 65536.0 * 1024);
+  EXPECT_EQ(scoped_vmem_limit_bytes("--a=1 --xla_tpu_scoped_vmem_limit_kib=1024 --xla_tpu_scoped_vmem_limit_kib=2048 --b"),
+            2048.0 * 1024);
+  EXPECT_THROW((void)scoped_vmem_limit_bytes("--xla_tpu_scoped_vmem_limit_kib="), std::invalid_argument);
+  EXPECT_THROW((void)scoped_vmem_limit_bytes("--xla_tpu_scoped_vmem_limit_kib=0"), std::invalid_argument);
+  EXPECT_THROW((void)scoped_vmem_limit_bytes("--xla_tpu_scoped_vmem_limit_kib=64MiB"), std::invalid_argument);
+}
+
+TEST(CliValidateGemm, AScopedVmemLimitFlagBoundsTheRowsKernel) {
+  // The same 2048^3 dot without a flag and with a 1 MiB kernel limit: the flagged row is the run with
+  // core.vmem.scoped_limit = 1 MiB, whose narrower tiles re-read the operands (slower than the default).
+  const std::string csv =
+      write_temp("gemm_vmem.csv", std::string(kHeader) +
+                                      "v6e,bf16,bf16,2048,2048,2048,none,1,device,200,us,cal\n"
+                                      "v6e,bf16,bf16,2048,2048,2048,--xla_tpu_scoped_vmem_limit_kib=1024,1,device,200,us,val\n");
+  const auto r = tpusim({"validate", "gemm", csv, "--format", "json"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double unlimited = j["rows"][0]["device_s"].get<double>(), limited = j["rows"][1]["device_s"].get<double>();
+  const std::string hlo = write_temp("dot2048v.hlo",
+                                     "HloModule g\nENTRY e {\n  a = bf16[2048,2048] parameter(0)\n"
+                                     "  b = bf16[2048,2048] parameter(1)\n  ROOT d = bf16[2048,2048] dot(a, b), "
+                                     "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  const auto run = testing::binary("run " + hlo + " --chip v6e --set core.vmem.scoped_limit=1MiB --format json -q");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_DOUBLE_EQ(limited, nlohmann::json::parse(run.out)["step_time_s"].get<double>());
+  EXPECT_GT(limited, unlimited);
+  // A malformed limit is a located input error.
+  const std::string bad = write_temp("gemm_vmem_bad.csv", std::string(kHeader) +
+                                                              "v6e,bf16,bf16,128,512,512,--xla_tpu_scoped_vmem_limit_kib=big,1,host,150,us,cal\n");
+  const auto e = tpusim({"validate", "gemm", bad});
+  EXPECT_EQ(e.code, kUsageError);
+  EXPECT_THAT(e.err, HasSubstr("gemm_vmem_bad.csv:2:27: error: --xla_tpu_scoped_vmem_limit_kib=big"));
+}
+
 TEST(CliValidateGemm, MalformedRowsAreLocatedInputErrors) {
   const std::string csv = write_temp("bad_gemm.csv", std::string(kHeader) +
                                                          "v6e,bf16,bf16,0,512,512,none,1,host,150,us,cal\n"
