@@ -113,10 +113,21 @@ def main():
             else:
                 dims = maxtext_step.parse_spec(r["model_spec"])
                 fsdp, tensor, slices = maxtext_step.mesh(r)
-                sim_s, wall = simulate(a.tpusim, r, i, tmp)
+                try:
+                    sim_s, wall = simulate(a.tpusim, r, i, tmp)
+                except subprocess.CalledProcessError as err:
+                    lines = (err.stderr or "").strip().splitlines()
+                    why = lines[-1].split("error: ", 1)[-1] if lines else f"exit status {err.returncode}"
+                    entry["skipped"] = f"generated; tpusim does not run it: {why}"
+                    entry["failed"] = True
+                    sys.stderr.write(f"row {i} {r['model']} {r['slice']}: {entry['skipped']}\n")
+                    results.append(entry)
+                    continue
                 meas = measured_step_s(r, dims)
+                per_chip = maxtext_step.devices_per_chip(r)
                 entry.update(measured_s=meas, tpusim_s=sim_s, error=sim_s / meas - 1, sim_wall_s=round(wall, 1),
-                             mesh=f"fsdp {fsdp} x tensor {tensor}" + (f" x {slices} slices" if slices > 1 else ""),
+                             mesh=f"fsdp {fsdp} x tensor {tensor}" + (f" x {slices} slices" if slices > 1 else "") +
+                             (f" (chips of {per_chip} devices, megacore)" if per_chip > 1 else ""),
                              system=r["topology_per_slice"].split()[0])
                 sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
                                  f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
@@ -131,7 +142,7 @@ def combine(rows, paths):
     for path in paths:
         with open(path) as f:
             for entry in json.load(f)["rows"]:
-                if "skipped" not in entry:
+                if "skipped" not in entry or entry.get("failed"):
                     done[entry["row"]] = entry
     results = []
     for i, r in enumerate(rows):
