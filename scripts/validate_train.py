@@ -118,6 +118,7 @@ def main():
                 except subprocess.CalledProcessError as err:
                     lines = (err.stderr or "").strip().splitlines()
                     why = lines[-1].split("error: ", 1)[-1] if lines else f"exit status {err.returncode}"
+                    why = why.replace(os.path.join(tmp, ""), "")  # the module's temporary folder
                     entry["skipped"] = f"generated; tpusim does not run it: {why}"
                     entry["failed"] = True
                     sys.stderr.write(f"row {i} {r['model']} {r['slice']}: {entry['skipped']}\n")
