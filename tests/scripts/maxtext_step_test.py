@@ -142,6 +142,9 @@ class MaxTextStep(unittest.TestCase):
         v5e = next(r for r in self.rows if r["chip"] == "v5e")
         self.assertIsNone(self.m.scoped_vmem_limit_kib(v5e))
         self.assertFalse(any(a.startswith("core.vmem.scoped_limit") for a in self.m.run_args(v5e)))
+        # a malformed value is the row's reason, not a silent default
+        bad = dict(v6e, xla_flags="--xla_tpu_scoped_vmem_limit_kib=64MiB")
+        self.assertIn("expected a positive whole number of KiB", self.m.supported(bad))
 
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")

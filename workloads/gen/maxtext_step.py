@@ -179,6 +179,7 @@ def supported(row):
     try:
         import maxtext_hlo  # beside this script
         maxtext_hlo.remat_plan(*remat(row))
+        scoped_vmem_limit_kib(row)
         fsdp, tensor, _ = mesh(row)
         if chip_batch(row) * tensor < 1:
             return "fractional per-device batch"
@@ -215,8 +216,13 @@ def scoped_vmem_limit_kib(row):
     for name, text in XLA_FLAG_LIBRARY.items():
         if re.search(r"\b" + name + r"\b", flags):
             flags += " " + text
-    found = re.findall(r"--xla_tpu_scoped_vmem_limit_kib=(\d+)", flags)
-    return int(found[-1]) if found else None
+    found = re.findall(r"--xla_tpu_scoped_vmem_limit_kib=(\S*)", flags)
+    if not found:
+        return None
+    if not re.fullmatch(r"[1-9]\d{0,8}", found[-1]):
+        raise ValueError(f"xla_flags: --xla_tpu_scoped_vmem_limit_kib={found[-1]}: "
+                         "expected a positive whole number of KiB")
+    return int(found[-1])
 
 
 def run_args(row):
