@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <optional>
 #include <vector>
 
 #include "isa/hlo/ir.h"
@@ -180,6 +181,11 @@ struct DotSpec {
   // Where this dot's output block starts in the arrays' buffers (a strip of
   // a larger dot: its lhs rows, rhs columns and output block are there).
   std::int64_t m_origin = 0, n_origin = 0;
+  // The types the dot itself multiplies when its elementwise producers in a
+  // fusion change the read array's (a quantization's scale, clip and
+  // convert to fp8): each loaded tile is converted on the VPU and the MXU
+  // runs at that type's rate. Unset: the arrays' own types.
+  std::optional<isa::DType> lhs_operand, rhs_operand;
   int epilogue_vpu_ops = 0;     // elementwise ops applied to each output tile
   std::vector<Array> epilogue_inputs;  // extra operands read once per output tile
   std::string name;

@@ -38,8 +38,8 @@ class DotLowering {
     nmxu_ = std::max<std::int64_t>(1, mxu.count);
     R_ = std::max<std::int64_t>(1, mxu.rows);
     C_ = std::max<std::int64_t>(1, mxu.cols);
-    lhs_dt_ = mxu_stream_dtype(mxu, d.lhs.dtype);
-    rhs_dt_ = mxu_stream_dtype(mxu, d.rhs.dtype);
+    lhs_dt_ = mxu_stream_dtype(mxu, d.lhs_operand.value_or(d.lhs.dtype));
+    rhs_dt_ = mxu_stream_dtype(mxu, d.rhs_operand.value_or(d.rhs.dtype));
     cores_ = std::max(1, c.opt.cores);
     split_ = cores_ > 1;
   }

@@ -90,7 +90,7 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   tile.m_rows = part_rows;
   tile.k_depth = std::min(t.tk, R);
   tile.n_cols = std::min(t.tn, C);
-  tile.mac_rate = std::max(1e-9, isa::mxu_rate(mxu.rate, mxu_stream_dtype(mxu, d.lhs.dtype)));
+  tile.mac_rate = std::max(1e-9, isa::mxu_rate(mxu.rate, mxu_stream_dtype(mxu, d.lhs_operand.value_or(d.lhs.dtype))));
   const MatmulTiming mt = mxu_matmul_timing(mxu, tile);
   // An item in steady state, as the Mxu unit charges it (sim/tensor_core.cpp):
   // with double-buffered ws weights the next tile loads while this one

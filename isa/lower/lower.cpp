@@ -375,6 +375,25 @@ class Lowerer {
     return v.leaves.empty() ? c_.hbm_array(in.name(), hlo::Shape(hlo::ElementType::kF32, {1})) : v.leaves[0];
   }
 
+  // The operand of an op in a dot operand's producer chain that carries its
+  // data: clamp's operand (its bounds are 0 and 2), select's first value that
+  // is not a splat, otherwise the first operand of the op's own element count
+  // that is not a splat (a broadcast or constant: a scale, a bound, a mask
+  // value), else operand 0. A quantized operand, convert(clamp(lo, x * s, hi)),
+  // traces to x.
+  static const Instruction* data_operand(const Instruction& o) {
+    const auto splat = [](const Instruction* y) {
+      return y->opcode() == Opcode::kBroadcast || y->opcode() == Opcode::kConstant;
+    };
+    if (o.opcode() == Opcode::kClamp && o.operand_count() == 3) return o.operand(1);
+    const std::size_t first = o.opcode() == Opcode::kSelect && o.operand_count() == 3 ? 1 : 0;
+    for (std::size_t i = first; i < static_cast<std::size_t>(o.operand_count()); ++i) {
+      const Instruction* y = o.operand(i);
+      if (!splat(y) && y->shape().element_count() == o.shape().element_count()) return y;
+    }
+    return o.operand(first);
+  }
+
   // x: the instruction whose value the program writes (a dot, an XLA fusion,
   // or the root of a tpusim output-fusion `group` whose hero is `dot`).
   Result<bool> lower_dot_like(const Instruction& x, const Instruction* dot, const std::vector<Array>& boundary,
@@ -382,7 +401,8 @@ class Lowerer {
     const Instruction& d = *dot;
     const hlo::Shape& ls = d.operand(0)->shape();
     const hlo::Shape& rs = d.operand(1)->shape();
-    // Boundary arrays feeding the dot's operands.
+    // Boundary arrays feeding the dot's operands: back from each operand along
+    // its data path (data_operand) to a fusion parameter.
     const auto trace = [&](const Instruction* o) -> std::optional<Array> {
       if (group != nullptr) return array_of(*o);
       if (fused == nullptr) return leaf0(x, o == d.operand(0) ? 0 : 1);
@@ -393,7 +413,7 @@ class Lowerer {
           return std::nullopt;
         }
         if (o->operand_count() == 0) return std::nullopt;
-        o = o->operand(0);
+        o = data_operand(*o);
       }
       return std::nullopt;
     };
@@ -431,6 +451,14 @@ class Lowerer {
         return c_.hbm_array(std::string(x.name()) + "." + std::string(tag), s);
       };
       Array l = get(la, ls, "lhs"), r = get(ra, rs, "rhs");
+      // An operand converted inside the fusion (a quantization to fp8): the
+      // dot reads the boundary array and multiplies in the operand's type.
+      const auto operand_type = [](const Array& a, const hlo::Shape& s) -> std::optional<isa::DType> {
+        const isa::DType t = stored_type(s.element_type()).dtype;
+        return t == a.dtype ? std::nullopt : std::optional<isa::DType>(t);
+      };
+      spec.lhs_operand = operand_type(l, ls);
+      spec.rhs_operand = operand_type(r, rs);
       // Operands are read in place when each batch element's tile is a
       // rectangle of some 2-D view of their bytes (dot_layout.h); else they
       // are relaid out into canonical scratch arrays (an approximation).

@@ -498,6 +498,58 @@ ENTRY e {
   expect_verifies(l.program, c);
 }
 
+// A dot fusion whose lhs is quantized in the fusion, convert(clamp(lo, x * s,
+// hi)) to fp8 (what XLA makes of Qwix's quantized training when it fuses the
+// quantization into its consumer dot): the contraction reads x itself (bf16,
+// at least once), not as an epilogue input; the scale s is read once; each
+// loaded x tile is converted to fp8 on the VPU and the MXU multiplies fp8
+// tiles (TPU7x has an fp8 mode).
+TEST(Lower, DotFusionQuantizingItsOperandReadsTheDataAndMultipliesInItsType) {
+  const ChipConfig c = chip("v7");
+  const auto l = lower_text(R"(HloModule m
+fused {
+  x = bf16[2048,1024] parameter(0)
+  s = f32[2048] parameter(1)
+  w = f8e4m3fn[1024,2048] parameter(2)
+  xf = f32[2048,1024] convert(x)
+  sb = f32[2048,1024] broadcast(s), dimensions={0}
+  v = f32[2048,1024] multiply(xf, sb)
+  lo = f32[2048,1024] broadcast(f32[] constant(-448)), dimensions={}
+  hi = f32[2048,1024] broadcast(f32[] constant(448)), dimensions={}
+  c = f32[2048,1024] clamp(lo, v, hi)
+  q = f8e4m3fn[2048,1024] convert(c)
+  d = f32[2048,2048] dot(q, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT o = bf16[2048,2048] convert(d)
+}
+ENTRY e {
+  x = bf16[2048,1024] parameter(0)
+  s = f32[2048] parameter(1)
+  w = f8e4m3fn[1024,2048] parameter(2)
+  ROOT f = bf16[2048,2048] fusion(x, s, w), kind=kOutput, calls=fused
+})",
+                            c);
+  std::map<std::string, std::int64_t> read;
+  bool fp8_matmul = false;
+  for (const auto& i : l.program.code) {
+    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
+      const auto& src = l.program.buffers[d->src.buffer];
+      if (src.space == isa::MemSpace::kHbm) {
+        read[src.name] += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
+      }
+    } else if (const auto* mm = std::get_if<isa::MxuMatmul>(&i.op)) {
+      fp8_matmul = fp8_matmul || l.program.buffers[mm->lhs.buffer].dtype == isa::DType::kFp8;
+    }
+  }
+  EXPECT_GE(read["x"], 2048 * 1024 * 2);
+  EXPECT_EQ(read["s"], 2048 * 4);
+  EXPECT_GE(read["w"], 1024 * 2048);
+  for (const auto& b : l.program.buffers) {
+    if (b.name.rfind("epi", 0) == 0) EXPECT_NE(b.dtype, isa::DType::kBf16) << b.name;  // x is no epilogue input
+  }
+  EXPECT_TRUE(fp8_matmul);
+  expect_verifies(l.program, c);
+}
+
 // Single dots on other presets: at or above the roofline bound and within 15%
 // of it (memory-bound skinny dots; the compute-bound v5e case is above).
 //   v5e [16,8192]x[8192,8192]: 128 MiB of weights / 819 GB/s = 0.164 ms
