@@ -30,7 +30,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "workloads", "gen"))
-import maxtext_hlo  # noqa: E402
 import maxtext_step  # noqa: E402
 
 CSV = os.path.join(ROOT, "tests", "validation", "refs", "hw", "train_step.csv")
@@ -47,10 +46,7 @@ def measured_step_s(row, dims):
 
 
 def simulate(tpusim, row, index, tmp):
-    fsdp, tensor, slices = maxtext_step.mesh(row)
-    dims = maxtext_step.parse_spec(row["model_spec"])
-    text, _ = maxtext_hlo.emit(dims, maxtext_step.chip_batch(row), int(row["seq_len"]), fsdp, tensor, slices,
-                               maxtext_step.remat(row))
+    text, _ = maxtext_step.row_module(row)
     path = os.path.join(tmp, f"row{index}.hlo")
     with open(path, "w") as f:
         f.write(text)

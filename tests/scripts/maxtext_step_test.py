@@ -86,6 +86,50 @@ class MaxTextStep(unittest.TestCase):
         for dims, tp, remat in ((small, 2, "full"), (small, 2, "minimal"), (llama, 1, offload), (gpt3, 1, "full")):
             text, _ = maxtext_hlo.emit(dims, 2, 256, 4, tp, 2, remat)
             self.assertEqual(dead(text), [], (dims, remat))
+        for dims in (llama, gpt3):  # fp8_full (one slice, no tensor parallelism)
+            text, _ = maxtext_hlo.emit(dims, 2, 256, 4, 1, 1, "full", "fp8_full")
+            self.assertEqual(dead(text), [], (dims, "fp8_full"))
+
+    def test_fp8_full_quantizes_the_decoder_layers_dots(self):
+        # MaxText's fp8_full (Qwix rule on decoder/.*layers.*): every dot of a decoder layer runs on fp8 values
+        # (e4m3 weights and activations, e5m2 incoming gradients), the logits and embedding stay bf16; each
+        # weight shard is quantized before its FSDP all-gather, which then moves 1 byte per element.
+        import re
+        import maxtext_hlo
+        rows = [r for r in self.rows if r["precision"] == "fp8_full" and float(r["per_device_batch"]) >= 1]
+        self.assertGreater(len(rows), 0)
+        for r in rows:
+            self.assertIsNone(self.m.supported(r), r["slice"])
+        self.assertIn("precision int4", self.m.supported(dict(rows[0], precision="int4")))
+        fsdp = 4
+        llama = dict(emb=512, heads=4, kv_heads=2, head_dim=128, mlp=2048, mlp_matrices=3, layers=2, vocab=1024,
+                     tied=False, iota_embed=False)
+        for tensor, slices in ((2, 1), (1, 2)):  # the absmax over a batch split over them is not generated
+            with self.assertRaises(ValueError):
+                maxtext_hlo.Config(llama, 2, 256, fsdp, tensor, slices, "full", "fp8_full")
+        texts, steps = {}, {}
+        for precision in ("bf16", "fp8_full"):
+            texts[precision], steps[precision] = maxtext_hlo.emit(llama, 2, 256, fsdp, 1, 1, "full", precision)
+        dots = [l for l in texts["fp8_full"].splitlines() if " dot(" in l]
+        fp8 = [l for l in dots if "dot(f8" in l]
+        # 7 forward dots in the forward scan's body; in the backward's, the recomputation's 6 (up to the MLP
+        # activation) and 14 (an input gradient and a weight gradient per matrix)
+        self.assertEqual(len(fp8), 7 + 6 + 14)
+        self.assertTrue(all(re.search(r"= f32\[", l) for l in fp8))  # rescaled in f32 in the output fusion
+        self.assertEqual(sum("f8e5m2" in l for l in fp8), 14)   # the backward's, one gradient operand each
+        self.assertEqual(len(dots) - len(fp8), 3)  # bf16: the logits forward, its input and weight gradients
+        self.assertEqual(sum(" dot(" in l for l in texts["bf16"].splitlines()), 7 + 6 + 14 + 3)
+
+        def gathers(step):
+            return sum(b for kind, b, axis, where in step.collectives
+                       if kind == "all-gather" and axis == "fsdp" and where.endswith("(per layer)"))
+        # Per layer both gather each matrix twice (forward; backward, for the recomputation and the input
+        # gradient), bf16 at 2 bytes an element, fp8 at 1: the backward reuses the forward's quantized weight
+        # (Qwix keeps the forward's quantized residuals). One scan body each: the gathers are written once.
+        D, Q, KV, F = 512, 4 * 128, 2 * 128, 2048
+        size = {"wq": D * Q, "wk": D * KV, "wv": D * KV, "wo": Q * D, "wi_0": D * F, "wi_1": D * F, "wo_mlp": F * D}
+        self.assertEqual(gathers(steps["bf16"]), sum(2 * 2 * n for n in size.values()))
+        self.assertEqual(gathers(steps["fp8_full"]), sum(2 * 1 * n for n in size.values()))
 
     def test_405b_and_fsdp_over_dcn(self):
         # llama3.1-405b on 2x v6e-256 with dcn_fsdp_parallelism=2: FSDP spans both slices (512 devices), no
@@ -244,16 +288,35 @@ class LlamaStep(unittest.TestCase):
             self.paths[where] = os.path.join(self.tmp.name, f"{where}.hlo")
             with open(self.paths[where], "w") as f:
                 f.write(text)
+        # one device, a wider decoder whose matmuls outweigh the quantizers' passes: bf16 and fp8_full
+        wide = dict(d, emb=4096, heads=32, kv_heads=8, head_dim=128, mlp=16384, layers=1)
+        for precision in ("bf16", "fp8_full"):
+            text, _ = maxtext_hlo.emit(wide, 2, 2048, 1, 1, 1, ("custom", {n: "device" for n in names}), precision)
+            self.paths[precision] = os.path.join(self.tmp.name, f"{precision}.hlo")
+            with open(self.paths[precision], "w") as f:
+                f.write(text)
 
     def tearDown(self):
         if TPUSIM is not None:
             self.tmp.cleanup()
 
-    def run_json(self, cmd, path):
-        out = subprocess.run([TPUSIM, cmd, path, "--chip", "v6e", "--format", "json", "-q"] +
-                             (["--system", "2x2", "--mode", "symmetric"] if cmd == "run" else []),
+    def run_json(self, cmd, path, chip="v6e", system="2x2"):
+        out = subprocess.run([TPUSIM, cmd, path, "--chip", chip, "--format", "json", "-q"] +
+                             (["--system", system, "--mode", "symmetric"] if cmd == "run" else []),
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out)
+
+    def test_fp8_full_step(self):
+        # The fp8 step does the bf16 step's matmuls (the same FLOPs, the quantizers' elementwise work on top,
+        # small next to them), and on TPU7x, whose MXUs run fp8 at twice the bf16 rate (core.mxu.rate.fp8 2),
+        # in less time.
+        bf16 = self.run_json("analyze", self.paths["bf16"])["total"]["flops"]
+        fp8 = self.run_json("analyze", self.paths["fp8_full"])["total"]["flops"]
+        self.assertGreater(fp8, bf16)
+        self.assertLess(fp8, 1.02 * bf16)
+        t_bf16 = self.run_json("run", self.paths["bf16"], "v7", "1")["step_time_s"]
+        t_fp8 = self.run_json("run", self.paths["fp8_full"], "v7", "1")["step_time_s"]
+        self.assertLess(t_fp8, t_bf16)
 
     def test_flops_offloads_and_their_cost(self):
         L, D, H, KV, HD, F, V, T = self.L, self.D, self.H, self.KV, self.HD, self.F, self.V, self.B * self.S
@@ -265,8 +328,8 @@ class LlamaStep(unittest.TestCase):
         # backward 2.5x; untied logits forward and backward (x3); the embedding is a gather (no FLOPs here)
         layer = (qkvo + mlp_in + mlp_out) + mlp_in + 2 * (qkvo + mlp_in + mlp_out) + 4.5 * attention
         want = L * layer + 3 * 2 * T * D * V
-        for where, path in self.paths.items():
-            got = self.run_json("analyze", path)["total"]["flops"]
+        for where in ("offload", "device"):
+            got = self.run_json("analyze", self.paths[where])["total"]["flops"]
             self.assertGreaterEqual(got, want, where)
             self.assertLess(got, 1.03 * want, where)
         with open(self.paths["offload"]) as f:

@@ -50,6 +50,10 @@ import math
 from spmd_train_step import BF16, F32, REGION_COUNTERS, REGIONS, Comp, Module, dot
 
 S32, PRED = "s32", "pred"
+F8E4, F8E5 = "f8e4m3fn", "f8e5m2"
+# The largest finite value of each fp8 format: the quantizer scales a channel's absmax onto it and clips.
+F8_MAX = {F8E4: 448.0, F8E5: 57344.0}
+PRECISIONS = ("bf16", "fp8_full")
 
 
 def iota_groups(mesh, axis):
@@ -113,8 +117,16 @@ def remat_plan(policy, custom=None):
 class Config:
     """Dimensions and mesh of one step. remat: a MaxText policy name, or (policy, custom names)."""
 
-    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full"):
+    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16"):
         policy, custom = (remat, None) if isinstance(remat, str) else remat
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision {precision}: one of {', '.join(PRECISIONS)}")
+        # fp8_full: MaxText's Qwix rule quantizes every dot_general of the decoder layers (module path
+        # decoder/.*layers.*): weights and activations to e4m3, the backward's incoming gradients to e5m2
+        self.fp8 = precision == "fp8_full"
+        if self.fp8 and (tensor > 1 or slices > 1):
+            raise ValueError("fp8_full with tensor parallelism or several slices is not generated (the "
+                             "quantizers' absmax over a batch split across them)")
         self.remat = policy
         self.plan = remat_plan(policy, custom)
         self.tied = dims.get("tied", True)          # logits_via_embedding
@@ -184,11 +196,24 @@ def f32(*d):
     return (F32, tuple(d))
 
 
+class QTensor:
+    """A value quantized to fp8 (q) and its absmax per channel (f32 over the dims other than the
+    contracting ones): the value is q * amax / F8_MAX[fmt]."""
+
+    def __init__(self, q, amax):
+        self.q, self.amax = q, amax
+
+    @property
+    def fmt(self):
+        return self.q.dtype
+
+
 class Step:
     """Emits the module; one instance per module."""
 
     def __init__(self, cfg):
         self.c = cfg
+        self.qcache = {}  # (value name, contracting dims, format) -> QTensor: a tensor is quantized once per use
         self.m = Module()
         self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
         self.m.counters.update(REGION_COUNTERS)
@@ -197,7 +222,7 @@ class Step:
     # ---------------- collectives ----------------
     @staticmethod
     def nbytes(shape):
-        return {BF16: 2, F32: 4, S32: 4}[shape[0]] * math.prod(shape[1])
+        return {BF16: 2, F32: 4, S32: 4, F8E4: 1, F8E5: 1}[shape[0]] * math.prod(shape[1])
 
     def all_gather(self, e, v, dim, groups, axis, size, where):
         out = (v.dtype, tuple(d * size if i == dim else d for i, d in enumerate(v.dims)))
@@ -399,6 +424,92 @@ class Step:
         return e.op("custom-call", outs, operands, f'custom_call_target="{target}", '
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
 
+    # ---------------- fp8 quantization (MaxText fp8_full: Qwix's quantized training) ----------------
+    def quantize(self, e, t, cdims, fmt, groups=None, fold=None):
+        """t quantized to fmt with one scale per channel (Qwix's absmax calibration, channelwise over
+        the dims other than the contracting cdims), in two passes over t: an input fusion takes the
+        absmax over cdims (all-reduced (max) over `groups` when t's rows along cdims are split across
+        those devices), a loop fusion scales each channel's absmax onto the format's largest value,
+        clips and converts. fold: (QTensor, dims of t) -- the backward's incoming gradient is first
+        multiplied by the scale of the forward's quantized residual (its absmax / F8_MAX), which runs
+        along the backward's contraction (Qwix reuses the forward's quantized residuals)."""
+        cdims = tuple(cdims)
+        key = (t.name, cdims, fmt, fold[0].amax.name if fold else None)
+        if key in self.qcache:
+            return self.qcache[key]
+        keep = tuple(i for i in range(len(t.dims)) if i not in cdims)
+        extra = [fold[0].amax] if fold else []
+
+        def scaled(f, x, scale):  # x in f32, times the folded scale
+            x32 = f.convert(x, F32)
+            if not fold:
+                return x32
+            s = f.mul(f.bcast(scale, x.dims, fold[1]), f.const(repr(1.0 / F8_MAX[fold[0].fmt]), F32, x.dims))
+            return f.mul(x32, s)
+        amax = self.m.fusion(e, "kInput", "input_reduce_fusion", [t] + extra, lambda f, p: f.reduce(
+            f.un("abs", scaled(f, p[0], p[1] if fold else None)), cdims, "region_1.5"), None)
+        if groups:
+            amax = self.all_reduce(e, amax, groups, "fsdp", "fp8 absmax", region="region_1.5")
+        top = repr(F8_MAX[fmt])
+
+        def body(f, p):
+            x = scaled(f, p[0], p[2] if fold else None)
+            scale = f.op("divide", p[1].shape, [f.const(top, F32, p[1].dims), p[1]])
+            v = f.mul(x, f.bcast(scale, x.dims, keep))
+            v = f.op("clamp", v.shape, [f.const("-" + top, F32, x.dims), v, f.const(top, F32, x.dims)])
+            return f.convert(v, fmt)
+        q = QTensor(self.m.fusion(e, "kLoop", "loop_convert_fusion", [t, amax] + extra, body, None), amax)
+        self.qcache[key] = q
+        return q
+
+    def scaled_dot(self, e, a, b, dims, lhs_c, rhs_c, scales, addend=None):
+        """The fp8 dot of QTensors a and b (f32 result) in an output fusion that multiplies it by
+        scales: [(QTensor, output dims its absmax runs along)], each absmax / F8_MAX, then bf16 [+ addend]."""
+        unit = repr(1.0 / math.prod(F8_MAX[q.fmt] for q, _ in scales))
+
+        def body(f, p):
+            d = dot(f, p[0], p[1], dims, lhs_c, rhs_c, dtype=F32)
+            for k, (_, along) in enumerate(scales):
+                d = f.mul(d, f.bcast(p[2 + k], d.dims, along))
+            out = f.convert(f.mul(d, f.const(unit, F32, d.dims)), BF16)
+            return f.add(out, p[-1]) if addend is not None else out
+        ops = [a.q, b.q] + [q.amax for q, _ in scales] + ([addend] if addend is not None else [])
+        return self.m.fusion(e, "kOutput", "dot_multiply_fusion", ops, body, None)
+
+    def dot_add(self, e, a, b, dims, lhs_c, rhs_c, addend):
+        return self.m.fusion(e, "kOutput", "dot_add_fusion", [a, b, addend],
+                             lambda f, p: f.add(dot(f, p[0], p[1], dims, lhs_c, rhs_c), p[2]), None)
+
+    def fwd_dot(self, e, x, w, dims):
+        """x [B,S,K] . w [K,N]. fp8_full: x quantized (e4m3) per token over K, w the weight quantized
+        per output column (layer_weights); rescaled by both."""
+        if not self.c.fp8:
+            return dot(e, x, w, dims, (2,), (0,))
+        xq = self.quantize(e, x, (2,), F8E4)
+        return self.scaled_dot(e, xq, w, dims, (2,), (0,), [(xq, (0, 1)), (w, (2,))])
+
+    def dgrad_dot(self, e, g, w, addend=None):
+        """The input gradient g [B,S,N] . w^T [N,K] (+ addend). fp8_full: w is the forward's quantized
+        weight, its per-column scale runs along N: folded into g, which is quantized (e5m2) per token."""
+        c = self.c
+        rows = (w.q if isinstance(w, QTensor) else w).dims[0]
+        dims = (c.B, c.S, rows)
+        if not c.fp8:
+            return dot(e, g, w, dims, (2,), (1,)) if addend is None else self.dot_add(e, g, w, dims, (2,), (1,), addend)
+        gq = self.quantize(e, g, (2,), F8E5, fold=(w, (2,)))
+        return self.scaled_dot(e, gq, w, dims, (2,), (1,), [(gq, (0, 1))], addend)
+
+    def wgrad_dot(self, e, x, g, dims):
+        """The weight gradient x^T . g over the batch: x [B,S,K], g [B,S,N] -> [K,N]. fp8_full: x is the
+        forward's quantized activation (per token: its scale runs along the contraction, folded into g),
+        g quantized (e5m2) per column over the batch, which 'fsdp' splits: its absmax is all-reduced."""
+        c = self.c
+        if not c.fp8:
+            return dot(e, x, g, dims, (0, 1), (0, 1))
+        xq = self.quantize(e, x, (2,), F8E4)
+        gq = self.quantize(e, g, (0, 1), F8E5, c.fsdp_groups if c.fsdp > 1 else None, fold=(xq, (0, 1)))
+        return self.scaled_dot(e, xq, gq, dims, (0, 1), (0, 1), [(gq, (1,))])
+
     # ---------------- one decoder layer ----------------
     def layer_fwd(self, e, x, W, saved=None, recompute=False, values=None):
         """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
@@ -414,9 +525,9 @@ class Step:
         s["xn"], s["ss1"] = self.norm_fwd(e, x, W["attn_norm"], "attention RMSNorm")
         s["xg"] = xg = self.tp_gather(e, s["xn"], "attention input")
         saved = saved or {}
-        q = saved.get("q_proj") or dot(e, xg, W["wq"], (B, S, c.HL * c.HD), (2,), (0,))
-        k = saved.get("k_proj") or dot(e, xg, W["wk"], (B, S, c.KVL * c.HD), (2,), (0,))
-        v = saved.get("v_proj") or dot(e, xg, W["wv"], (B, S, c.KVL * c.HD), (2,), (0,))
+        q = saved.get("q_proj") or self.fwd_dot(e, xg, W["wq"], (B, S, c.HL * c.HD))
+        k = saved.get("k_proj") or self.fwd_dot(e, xg, W["wk"], (B, S, c.KVL * c.HD))
+        v = saved.get("v_proj") or self.fwd_dot(e, xg, W["wv"], (B, S, c.KVL * c.HD))
         s["q_proj"], s["k_proj"], s["v_proj"] = q, k, v
         if c.use_rope:
             s["q"], s["k"] = self.rope(e, q, c.HL), self.rope(e, k, c.KVL)
@@ -427,22 +538,22 @@ class Step:
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
         s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
         s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
-        attn = saved.get("attn") or self.tp_scatter(e, dot(e, s["o3"], W["wo"], (B, S, D), (2,), (0,)),
+        attn = saved.get("attn") or self.tp_scatter(e, self.fwd_dot(e, s["o3"], W["wo"], (B, S, D)),
                                                     "attention output")
         s["attn"] = attn
         s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
         s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
         s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
         if c.gated:
-            s["g"] = saved.get("g") or dot(e, hg, W["wi_0"], (B, S, c.FL), (2,), (0,))
-            s["up"] = saved.get("up") or dot(e, hg, W["wi_1"], (B, S, c.FL), (2,), (0,))
+            s["g"] = saved.get("g") or self.fwd_dot(e, hg, W["wi_0"], (B, S, c.FL))
+            s["up"] = saved.get("up") or self.fwd_dot(e, hg, W["wi_1"], (B, S, c.FL))
 
             def act(f, p):
                 gf = f.convert(p[0], F32)
                 return f.convert(f.mul(f.convert(p[1], F32), f.mul(gf, f.un("logistic", gf))), BF16)
             s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
         else:
-            s["pre"] = saved.get("pre") or dot(e, hg, W["wi"], (B, S, c.FL), (2,), (0,))
+            s["pre"] = saved.get("pre") or self.fwd_dot(e, hg, W["wi"], (B, S, c.FL))
             if c.act == "gelu":
                 s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["pre"]],
                                   lambda f, p: f.convert(self.gelu(f, f.convert(p[0], F32)), BF16), None)
@@ -451,21 +562,26 @@ class Step:
                                   lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
         if recompute:
             return None, s
-        mlp = self.tp_scatter(e, dot(e, s["u"], W["wo_mlp"], (B, S, D), (2,), (0,)), "MLP output")
+        mlp = self.tp_scatter(e, self.fwd_dot(e, s["u"], W["wo_mlp"], (B, S, D)), "MLP output")
         y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
         return y, s
 
     def layer_bwd(self, e, dy, s, W):
-        """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16})."""
+        """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16}). Under
+        fp8_full: W holds the forward's quantized weights and the residuals are the forward's quantized
+        values (the recomputation's), as Qwix reuses them."""
         c, m = self.c, self.m
         B, S, D = c.B, c.S, c.D
         g = {}
-        dyg = self.tp_gather(e, dy, "MLP output gradient")
-        g["wo_mlp"] = dot(e, s["u"], dyg, (c.FL, D), (0, 1), (0, 1))
-        du = dot(e, dyg, W["wo_mlp"], (B, S, c.FL), (2,), (1,))
 
-        def dot_add(f, p):
-            return f.add(dot(f, p[0], p[1], (B, S, D), (2,), (1,)), p[2])
+        def wgrad(x, dout, dims):
+            return self.wgrad_dot(e, x, dout, dims)
+
+        def dgrad(dout, w, addend=None):
+            return self.dgrad_dot(e, dout, w, addend)
+        dyg = self.tp_gather(e, dy, "MLP output gradient")
+        g["wo_mlp"] = wgrad(s["u"], dyg, (c.FL, D))
+        du = dgrad(dyg, W["wo_mlp"])
         if c.gated:
             def act_bwd(f, p):  # du, g, up -> (d_gate, d_up)
                 duf, gf, upf = f.convert(p[0], F32), f.convert(p[1], F32), f.convert(p[2], F32)
@@ -477,10 +593,9 @@ class Step:
             t = m.fusion(e, "kLoop", "loop_multiply_fusion", [du, s["g"], s["up"]], act_bwd, None)
             dg = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=0")
             dup = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=1")
-            g["wi_0"] = dot(e, s["hg"], dg, (D, c.FL), (0, 1), (0, 1))
-            g["wi_1"] = dot(e, s["hg"], dup, (D, c.FL), (0, 1), (0, 1))
-            dhn = m.fusion(e, "kOutput", "dot_add_fusion", [dup, W["wi_1"], dot(e, dg, W["wi_0"], (B, S, D), (2,), (1,))],
-                           dot_add, None)
+            g["wi_0"] = wgrad(s["hg"], dg, (D, c.FL))
+            g["wi_1"] = wgrad(s["hg"], dup, (D, c.FL))
+            dhn = dgrad(dup, W["wi_1"], dgrad(dg, W["wi_0"]))
         else:
             def relu_bwd(f, p):
                 pos = f.op("compare", (PRED, p[1].dims), [p[1], f.const("0", BF16, p[1].dims)], "direction=GT")
@@ -490,14 +605,14 @@ class Step:
                 return f.convert(f.mul(f.convert(p[0], F32), self.gelu(f, f.convert(p[1], F32), grad=True)), BF16)
             dpre = m.fusion(e, "kLoop", "loop_select_fusion" if c.act == "relu" else "loop_multiply_fusion",
                             [du, s["pre"]], relu_bwd if c.act == "relu" else gelu_bwd, None)
-            g["wi"] = dot(e, s["hg"], dpre, (D, c.FL), (0, 1), (0, 1))
-            dhn = dot(e, dpre, W["wi"], (B, S, D), (2,), (1,))
+            g["wi"] = wgrad(s["hg"], dpre, (D, c.FL))
+            dhn = dgrad(dpre, W["wi"])
         dhn = self.tp_scatter(e, dhn, "MLP input gradient")
         dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
 
         dhg = self.tp_gather(e, dh, "attention output gradient")
-        g["wo"] = dot(e, s["o3"], dhg, (c.HL * c.HD, D), (0, 1), (0, 1))
-        do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dot(e, dhg, W["wo"], (B, S, c.HL * c.HD), (2,), (1,))])
+        g["wo"] = wgrad(s["o3"], dhg, (c.HL * c.HD, D))
+        do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dgrad(dhg, W["wo"])])
         fb = self.flash(e, [s["q"], s["k"], s["v"], s["stats"], s["o"], do],
                         [bf(B, S, c.HL, c.HD), bf(B, S, c.KVL, c.HD), bf(B, S, c.KVL, c.HD)], True)
         dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
@@ -509,10 +624,10 @@ class Step:
               "wk": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dk]),
               "wv": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dv])}
         for name, dval in d3.items():
-            g[name] = dot(e, s["xg"], dval, (D, dval.dims[2]), (0, 1), (0, 1))
-        dxn = dot(e, d3["wq"], W["wq"], (B, S, D), (2,), (1,))
+            g[name] = wgrad(s["xg"], dval, (D, dval.dims[2]))
+        dxn = dgrad(d3["wq"], W["wq"])
         for name in ("wk", "wv"):
-            dxn = m.fusion(e, "kOutput", "dot_add_fusion", [d3[name], W[name], dxn], dot_add, None)
+            dxn = dgrad(d3[name], W[name], dxn)
         dxn = self.tp_scatter(e, dxn, "attention input gradient")
         dx, g["attn_norm"] = self.norm_bwd(e, dh, dxn, s["x"], s["ss1"], W["attn_norm"], "attention RMSNorm")
         return dx, g
@@ -520,21 +635,38 @@ class Step:
     # ---------------- the step ----------------
     def layer_weights(self, e, stacks, index):
         """The layer's weights: local shards sliced out of the stacks and cast to bf16; the
-        matrices' all-gathers over 'fsdp' are issued at once, each waited on at first use."""
+        matrices' all-gathers over 'fsdp' are issued at once, each waited on at first use.
+        Under fp8_full each matrix shard is quantized (e4m3) per output column over its input dim (the
+        forward's contraction) and gathered in fp8 with its absmax: an absmax over the dim 'fsdp' splits
+        (a 'col' weight's rows) is all-reduced, one along it (a 'row' weight's columns) gathered."""
         c = self.c
         starts, ready = {}, {}
         for name, _, kind in c.weights():
             shard = self.layer_slice(e, stacks[name], index)
-            if kind == "norm" or c.fsdp == 1:
+            split = 0 if kind == "col" else 1  # the dim 'fsdp' splits
+            if kind != "norm" and c.fp8:
+                where = f"{name} (per layer)"
+                qt = self.quantize(e, shard, (0,), F8E4, c.fsdp_groups if c.fsdp > 1 and split == 0 else None)
+                if c.fsdp == 1:
+                    ready[name] = qt
+                    continue
+                gathered = split == 1  # the absmax runs along the split dim: gather it too
+                amax = self.all_gather(e, qt.amax, 0, c.fsdp_groups, "fsdp", c.fsdp, f"{where} absmax") \
+                    if gathered else qt.amax
+                starts[name] = (self.all_gather(e, qt.q, split, c.fsdp_groups, "fsdp", c.fsdp, where), amax, gathered)
+            elif kind == "norm" or c.fsdp == 1:
                 ready[name] = shard
             else:
-                starts[name] = self.all_gather(e, shard, 0 if kind == "col" else 1, c.fsdp_groups, "fsdp", c.fsdp,
-                                               f"{name} (per layer)")
+                starts[name] = self.all_gather(e, shard, split, c.fsdp_groups, "fsdp", c.fsdp, f"{name} (per layer)")
         step = self
 
         class Lazy(dict):
             def __missing__(self, name):
-                self[name] = step.all_gather_done(e, starts[name])
+                if not c.fp8:
+                    self[name] = step.all_gather_done(e, starts[name])
+                    return self[name]
+                q, amax, gathered = starts[name]
+                self[name] = QTensor(step.all_gather_done(e, q), step.all_gather_done(e, amax) if gathered else amax)
                 return self[name]
         return Lazy(ready)
 
@@ -765,8 +897,9 @@ class Step:
         return head + self.regions + "\n" + "\n".join(comps) + "\n" + e.text(root, entry=True)
 
 
-def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full"):
+def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16"):
     """(module text, Step) of one training step; raises ValueError for an impossible mesh.
-    remat: full (only each layer's input is saved) or minimal (its projections too)."""
-    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices, remat))
+    remat: full (only each layer's input is saved) or minimal (its projections too).
+    precision: bf16, or fp8_full (MaxText's Qwix fp8 training of the decoder layers' dots)."""
+    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices, remat, precision))
     return st.build(), st

@@ -174,15 +174,17 @@ def supported(row):
         name = config_name(row["model_spec"]) or "?"
         why = next((w for k, w in UNSUPPORTED_CONFIGS.items() if name.startswith(k)), None)
         return f"model {name}: {why}" if why else f"model {name}: its dimensions are not in MODEL_CONFIGS"
-    if row["precision"] != "bf16":
-        return f"precision {row['precision']}"
     try:
         import maxtext_hlo  # beside this script
+        if row["precision"] not in maxtext_hlo.PRECISIONS:
+            return f"precision {row['precision']}"
         maxtext_hlo.remat_plan(*remat(row))
         scoped_vmem_limit_kib(row)
-        fsdp, tensor, _ = mesh(row)
+        fsdp, tensor, slices = mesh(row)
         if chip_batch(row) * tensor < 1:
             return "fractional per-device batch"
+        maxtext_hlo.Config(parse_spec(row["model_spec"]), chip_batch(row) * 1.0, int(row["seq_len"]), fsdp,
+                           tensor, slices, remat(row), row["precision"])
     except ValueError as err:
         return str(err)
     return None
@@ -223,6 +225,14 @@ def scoped_vmem_limit_kib(row):
         raise ValueError(f"xla_flags: --xla_tpu_scoped_vmem_limit_kib={found[-1]}: "
                          "expected a positive whole number of KiB")
     return int(found[-1])
+
+
+def row_module(row):
+    """(HLO module text, maxtext_hlo.Step) of a supported row's whole training step."""
+    import maxtext_hlo  # beside this script
+    fsdp, tensor, slices = mesh(row)
+    return maxtext_hlo.emit(parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp, tensor,
+                            slices, remat(row), row["precision"])
 
 
 def run_args(row):
@@ -273,14 +283,11 @@ def emit_row(rows, a):
     if a.run_args:
         print(" ".join(run_args(r)))
         return 0
-    import maxtext_hlo  # beside this script
     fsdp, tensor, slices = mesh(r)
-    d = parse_spec(r["model_spec"])
-    text, step = maxtext_hlo.emit(d, chip_batch(r), int(r["seq_len"]), fsdp, tensor, slices,
-                                  remat(r))
+    text, step = row_module(r)
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
             f"(fsdp {fsdp} x tensor {tensor} x DCN data {slices}), per-device batch {step.c.B} x seq {step.c.S}, "
-            f"{remat_policy(r)} remat, flash attention.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
+            f"{remat_policy(r)} remat, flash attention, {r['precision']}.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
             f"run with: tpusim run F.hlo {' '.join(run_args(r))}\n")
     out = sys.stdout if a.output == "-" else open(a.output, "w")
     out.write(head + text)
