@@ -74,6 +74,7 @@ std::optional<Compiled> compile_hlo(const std::string& path, const ChipConfig& c
   c.roofline = lower::roofline_as_lowered(module, hlo::RooflineRates::from_figures(derive_device(chip)));
   lower::LowerOptions options;
   options.reuse_repeated_ops = chip.simulation.reuse;
+  options.max_instructions = static_cast<std::size_t>(chip.simulation.max_program_instructions);
   auto lowered = lower::lower_for_chip(module, device_view(lower_chip != nullptr ? *lower_chip : chip), options);
   if (!lowered.ok()) {
     error = {kFailure, format_all(lowered.errors())};

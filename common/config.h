@@ -234,6 +234,7 @@ struct AxisWrap {
 struct SimulationConfig {
   LoopMode loops = LoopMode::kFull;  // sim/loop_extrapolation.h
   std::int64_t full_instruction_limit = 4'000'000'000;  // executed instructions a full-mode run may take
+  std::int64_t max_program_instructions = 4'000'000;  // static program size (lower::LowerOptions::max_instructions)
   std::int64_t loop_warmup = 2;   // iterations before steady-state detection starts
   double loop_tolerance = 1e-3;   // relative agreement of consecutive iteration times
   bool run_ahead = true;          // chips ahead of the kernel's clock (sim/core_scheduler.h)

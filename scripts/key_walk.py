@@ -402,6 +402,8 @@ STRUCTURAL = {
                        "interleave (interconnect network tests)",
     "simulation.full_instruction_limit": "a simulation control: full-loop runs past it are refused with advice "
                                          "(DotChunks / loop tests)",
+    "simulation.max_program_instructions": "a compiler limit: a larger program is refused naming the key "
+                                           "(CliLoops.AProgramPastTheStaticInstructionLimitIsRefusedNamingTheKey)",
     "simulation.loop_warmup": "a simulation control of loop extrapolation (loop extrapolation tests)",
     "simulation.loop_tolerance": "a simulation control of loop extrapolation (loop extrapolation tests)",
 }

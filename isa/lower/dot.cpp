@@ -115,7 +115,7 @@ class DotLowering {
     in.cores = cores_;
     in.split = split_;
     in.min_tile_rows = c_.min_tile_rows();
-    in.instruction_scale = static_cast<double>(c_.opt.max_instructions);
+    in.instruction_scale = c_.opt.dot_instruction_scale;
     Tiling best;
     best.time_s = std::numeric_limits<double>::infinity();
     const std::int64_t M = d_.m, N = d_.n, K = d_.k;
@@ -372,7 +372,8 @@ class DotLowering {
 
   void refuse(double steps) {
     c_.oversize = fmt::format("would emit {:.3g} MXU tile steps (no chunks: wide operand tiles or a K loop "
-                              "longer than dot_chunk_max_steps), more than the {} instructions a program may have",
+                              "longer than dot_chunk_max_steps), more than the {} instructions a program may have "
+                              "(simulation.max_program_instructions)",
                               steps, c_.opt.max_instructions);
   }
 

@@ -124,7 +124,8 @@ class Lowerer {
           const isa::SourceLoc at = c_.loc(*x);
           return Diagnostic{c_.module.source().name, static_cast<int>(at.line), static_cast<int>(at.column),
                             "unsupported: the program exceeds " + std::to_string(c_.opt.max_instructions) +
-                                " instructions at " + c_.where(*x) + " (" + std::string(x->name()) + ")",
+                                " instructions at " + c_.where(*x) + " (" + std::string(x->name()) +
+                                "; simulation.max_program_instructions raises the limit)",
                             ""};
         }
         auto st = lower_inst(*x, params, top);
@@ -1461,7 +1462,7 @@ Result<Lowered> lower_module(const hlo::Module& module, const ChipConfig& chip, 
   if (out.program.code.size() > options.max_instructions) {
     return Diagnostic{module.source().name, 0, 0,
                       "unsupported: the lowered program exceeds " + std::to_string(options.max_instructions) +
-                          " instructions",
+                          " instructions (simulation.max_program_instructions raises the limit)",
                       ""};
   }
   return out;

@@ -25,9 +25,13 @@ struct LowerOptions {
   double vmem_budget_fraction = 0.4;
   // Refuse to emit programs larger than this (static instructions): a few
   // million instructions simulate in about a second (docs/architecture.md
-  // measures 5-7 M instr/s). The dot cost model also charges a program's
-  // size against this: time x (1 + instructions / max_instructions).
+  // measures 5-7 M instr/s). The config key simulation.max_program_instructions.
   std::size_t max_instructions = 4'000'000;
+  // The dot cost model charges a program's size against this many
+  // instructions: time x (1 + instructions / dot_instruction_scale), which
+  // prefers compact programs among near-equal tilings (a policy constant, not
+  // the refusal limit above, so raising that limit moves no tiling).
+  double dot_instruction_scale = 4e6;
   // Target bytes of one streamed chunk of one array (elementwise kernels).
   std::int64_t stream_chunk_bytes = 1 << 20;
   // Stream kernels cut their iteration space into about this many chunks at

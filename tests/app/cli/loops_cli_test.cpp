@@ -89,5 +89,30 @@ TEST(CliLoops, FullModeRefusesAProgramPastTheExecutedInstructionLimit) {
   EXPECT_EQ(extrapolated.code, kOk) << extrapolated.err;
 }
 
+// simulation.max_program_instructions: the compiler refuses a program of
+// more static instructions than the key, naming the op where it crossed and
+// the key; the default runs the same module. 200 chained dots (a dot is its
+// own kernel; --no-reuse compiles every one), each a program of its DMAs, a
+// weight load, a matmul, a pop and their waits (9 instructions): 1800 in
+// all, over 1000, far under the default 4 million.
+TEST(CliLoops, AProgramPastTheStaticInstructionLimitIsRefusedNamingTheKey) {
+  std::string hlo = "HloModule chain\nENTRY e {\n  p = bf16[128,128] parameter(0)\n  w = bf16[128,128] parameter(1)\n";
+  std::string prev = "p";
+  for (int i = 1; i <= 200; ++i) {
+    const std::string cur = "d" + std::to_string(i);
+    hlo += "  " + std::string(i == 200 ? "ROOT " : "") + cur + " = bf16[128,128] dot(" + prev +
+           ", w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n";
+    prev = cur;
+  }
+  hlo += "}\n";
+  const std::string path = write_temp("chain.hlo", hlo);
+  const auto refused = tpusim({"run", path, "--no-reuse", "--set", "simulation.max_program_instructions=1000", "-q"});
+  EXPECT_NE(refused.code, kOk);
+  EXPECT_THAT(refused.err, HasSubstr("exceeds 1000 instructions"));
+  EXPECT_THAT(refused.err, HasSubstr("simulation.max_program_instructions"));
+  const auto runs = testing::binary("run " + path + " --no-reuse -q");  // a simulation: its own process
+  EXPECT_EQ(runs.code, kOk) << runs.err;
+}
+
 }  // namespace
 }  // namespace tpusim::cli
