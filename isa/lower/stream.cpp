@@ -216,14 +216,30 @@ class Streamer {
   // slots and a tail of every streamed array, plus pooled temporaries.
   // (An array of the iteration space's elements counts as seen in rows of
   // cols_, as fold_wide_rows views it.)
-  [[nodiscard]] std::int64_t row_bytes(std::int64_t temps) const {
+  // resident_apart: arrays of fewer elements than the iteration space that
+  // fit the resident budget are left out (held whole: resident_bytes()).
+  [[nodiscard]] std::int64_t row_bytes(std::int64_t temps, bool resident_apart = false) const {
     std::int64_t per_row = 0;
     for (const auto* arrays : {&inputs_, &outputs_}) {
-      for (const Array& a : *arrays) per_row += 3 * array_row_bytes(a);
+      for (const Array& a : *arrays) {
+        if (!(resident_apart && small_resident(a))) per_row += 3 * array_row_bytes(a);
+      }
     }
     per_row += temps * 2 * round_up(cols_, c_.lanes()) * 4;
     return std::max<std::int64_t>(1, per_row);
   }
+  [[nodiscard]] bool small_resident(const Array& a) const {
+    return a.elements < space_elems_ &&
+           c_.vmem_footprint(a.dtype, a.rows, a.cols) <= c_.vmem_budget() / c_.opt.resident_budget_share;
+  }
+  [[nodiscard]] std::int64_t resident_bytes() const {
+    std::int64_t n = 0;
+    for (const auto* arrays : {&inputs_, &outputs_}) {
+      for (const Array& a : *arrays) n += small_resident(a) ? c_.vmem_footprint(a.dtype, a.rows, a.cols) : 0;
+    }
+    return n;
+  }
+
   // One slot's bytes per row of the iteration space. An array of the
   // space's elements in another view (a relayout into [524288, 1]) is
   // counted lane-padded as its slot will be: each of its narrow rows takes a
@@ -267,17 +283,24 @@ class Streamer {
     const double room = c_.opt.stream_vmem_fraction * c_.chip.core.vmem.capacity;
     const std::int64_t cols = cols_, rows = rows_, align = c_.min_tile_rows();
     std::int64_t best = 0;
-    for (std::int64_t f = 2; f <= cols; ++f) {
-      if (cols % f != 0) continue;
-      cols_ = cols / f;
-      rows_ = rows * f;
-      const bool fits = static_cast<double>(align * row_bytes(temps)) <= room;
-      if (fits && best == 0) best = f;  // the smallest that fits
-      if (fits && cols_ % c_.lanes() == 0) {
-        best = f;  // prefer lane-aligned rows
-        break;
+    // row_bytes() counts every array per row of the space; a small array held
+    // whole (the per-token statistics of a loss, one row of 32768) is counted
+    // once when no folding fits otherwise.
+    for (const bool resident_apart : {false, true}) {
+      const double fixed = resident_apart ? static_cast<double>(resident_bytes()) : 0.0;
+      for (std::int64_t f = 2; f <= cols; ++f) {
+        if (cols % f != 0) continue;
+        cols_ = cols / f;
+        rows_ = rows * f;
+        const bool fits = static_cast<double>(align * row_bytes(temps, resident_apart)) + fixed <= room;
+        if (fits && best == 0) best = f;  // the smallest that fits
+        if (fits && cols_ % c_.lanes() == 0) {
+          best = f;  // prefer lane-aligned rows
+          break;
+        }
+        if (cols_ < c_.lanes()) break;
       }
-      if (cols_ < c_.lanes()) break;
+      if (best != 0) break;
     }
     if (best == 0) {
       cols_ = cols;

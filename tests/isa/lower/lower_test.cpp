@@ -550,6 +550,44 @@ ENTRY e {
   expect_verifies(l.program, c);
 }
 
+// A stream kernel whose rows are too wide for VMEM (64 rows of 65536 with
+// their f32 temporaries) and which reads three per-row vectors of 32768
+// (a loss's per-token statistics): counted per row of the space, the
+// vectors alone (3 x 128 KiB, 3 slots, 64 rows) pass the stream's share of
+// TPU7x's 64 MiB, so no narrower view seemed to fit and the kernel kept rows
+// that overflow VMEM. Held whole, they take 384 KiB once: the kernel runs as
+// narrower rows (noted as an approximation) in a program that verifies.
+TEST(Lower, WideRowsWithPerRowVectorsFoldWithinVmem) {
+  const ChipConfig c = chip("v7");
+  const auto l = lower_text(R"(HloModule m
+fused {
+  x = bf16[32768,65536] parameter(0)
+  a = f32[32768] parameter(1)
+  b = f32[32768] parameter(2)
+  d = f32[32768] parameter(3)
+  xf = f32[32768,65536] convert(x)
+  ab = f32[32768,65536] broadcast(a), dimensions={0}
+  bb = f32[32768,65536] broadcast(b), dimensions={0}
+  db = f32[32768,65536] broadcast(d), dimensions={0}
+  m = f32[32768,65536] multiply(xf, ab)
+  s = f32[32768,65536] subtract(m, bb)
+  t = f32[32768,65536] multiply(s, db)
+  ROOT o = bf16[32768,65536] convert(t)
+}
+ENTRY e {
+  x = bf16[32768,65536] parameter(0)
+  a = f32[32768] parameter(1)
+  b = f32[32768] parameter(2)
+  d = f32[32768] parameter(3)
+  ROOT f = bf16[32768,65536] fusion(x, a, b, d), kind=kLoop, calls=fused
+})",
+                            c);
+  bool folded = false;
+  for (const auto& a : l.report.approximations) folded = folded || a.find("streamed as rows of") != std::string::npos;
+  EXPECT_TRUE(folded);
+  expect_verifies(l.program, c);
+}
+
 // Single dots on other presets: at or above the roofline bound and within 15%
 // of it (memory-bound skinny dots; the compute-bound v5e case is above).
 //   v5e [16,8192]x[8192,8192]: 128 MiB of weights / 819 GB/s = 0.164 ms
