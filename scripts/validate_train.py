@@ -108,7 +108,6 @@ def main():
                 entry["skipped"] = why
             else:
                 dims = maxtext_step.parse_spec(r["model_spec"])
-                fsdp, tensor, slices = maxtext_step.mesh(r)
                 try:
                     sim_s, wall = simulate(a.tpusim, r, i, tmp)
                 except subprocess.CalledProcessError as err:
@@ -121,11 +120,8 @@ def main():
                     results.append(entry)
                     continue
                 meas = measured_step_s(r, dims)
-                per_chip = maxtext_step.devices_per_chip(r)
                 entry.update(measured_s=meas, tpusim_s=sim_s, error=sim_s / meas - 1, sim_wall_s=round(wall, 1),
-                             mesh=f"fsdp {fsdp} x tensor {tensor}" + (f" x {slices} slices" if slices > 1 else "") +
-                             (f" (chips of {per_chip} devices, megacore)" if per_chip > 1 else ""),
-                             system=r["topology_per_slice"].split()[0])
+                             mesh=maxtext_step.mesh_text(r), system=r["topology_per_slice"].split()[0])
                 sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
                                  f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
             results.append(entry)

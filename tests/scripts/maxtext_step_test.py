@@ -131,6 +131,41 @@ class MaxTextStep(unittest.TestCase):
         self.assertEqual(gathers(steps["bf16"]), sum(2 * 2 * n for n in size.values()))
         self.assertEqual(gathers(steps["fp8_full"]), sum(2 * 1 * n for n in size.values()))
 
+    def test_context_parallel_rows(self):
+        # The TPU7x 128k rows: ici_context_parallelism=8 devices (a chip's two devices in one context group:
+        # 4 chips), fsdp over the rest (64), 0.125 sequences per device: each chip holds a 32768-token chunk.
+        import maxtext_hlo
+        rows = [r for r in self.rows if "ici_context_parallelism" in r["parallelism"]]
+        self.assertGreater(len(rows), 0)
+        for r in rows:
+            self.assertIsNone(self.m.supported(r), r["slice"])
+            self.assertEqual(self.m.context(r), 4)
+            self.assertEqual(self.m.mesh(r), (64, 1, 1))
+            self.assertIn("context 4", self.m.mesh_text(r))
+        # The step per device: sequence chunk S/cp; keys and values all-gathered over 'context' and cut to half
+        # the sequence for an unmasked kernel of the causal work's share; their gradients padded back and
+        # reduce-scattered; the weights sharded and gathered over fsdp x context.
+        dims = dict(emb=512, heads=4, kv_heads=2, head_dim=128, mlp=1536, mlp_matrices=3, layers=2, vocab=1024,
+                    tied=False, iota_embed=False)
+        text, step = maxtext_hlo.emit(dims, 0.5, 1024, 2, 1, 1, "full", "bf16", 2)
+        self.assertEqual((step.c.B, step.c.S, step.c.kv_len, step.c.fsdp), (1, 512, 512, 4))
+        flash = [l for l in text.splitlines() if "te_fused_attn" in l]
+        self.assertEqual(len(flash), 3)  # forward, recomputed forward, backward
+        for l in flash:
+            self.assertIn("q_max_seqlen = 512", l)
+            self.assertIn("kv_max_seqlen = 512", l)
+            self.assertIn("mask_type = 0", l)
+        kinds = {}
+        for kind, _, axis, where in step.collectives:
+            kinds[(kind, axis)] = kinds.get((kind, axis), 0) + 1
+        self.assertEqual(kinds[("all-gather", "context")], 4)      # K, V in each scan body
+        self.assertEqual(kinds[("reduce-scatter", "context")], 2)  # dK, dV
+        # 'context' is faster than 'fsdp' in the device mesh: its groups are consecutive devices {0,1}, {2,3}
+        self.assertEqual(step.c.cp_groups, maxtext_hlo.iota_groups([1, 2, 2, 1], 2))
+        self.assertEqual(maxtext_hlo.iota_groups([1, 2, 2, 1], 2).split("<=")[0], "[2,2]")
+        with self.assertRaises(ValueError):  # chunks of the load-balanced split
+            maxtext_hlo.Config(dims, 0.5, 1002, 2, 1, 1, "full", "bf16", 2)
+
     def test_405b_and_fsdp_over_dcn(self):
         # llama3.1-405b on 2x v6e-256 with dcn_fsdp_parallelism=2: FSDP spans both slices (512 devices), no
         # DCN data axis.
@@ -305,6 +340,29 @@ class LlamaStep(unittest.TestCase):
                              (["--system", system, "--mode", "symmetric"] if cmd == "run" else []),
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out)
+
+    def test_context_parallel_step_flops(self):
+        # Context parallelism over 2 devices (fsdp 2): per device a 256-token chunk of each 512-token sequence.
+        # The dense FLOPs are its tokens'; attention is the sequence's causal work, split evenly: per layer
+        # forward 4 * heads * head_dim * S^2 / 2 / context, run forward, recomputed (full remat) and backward
+        # (2.5x).
+        import maxtext_hlo
+        L, D, H, KV, HD, F, V, S, cp = self.L, self.D, self.H, self.KV, self.HD, self.F, self.V, self.S, 2
+        d = dict(emb=D, heads=H, kv_heads=KV, head_dim=HD, mlp=F, mlp_matrices=3, layers=L, vocab=V, tied=False,
+                 iota_embed=False)
+        text, _ = maxtext_hlo.emit(d, 1 / cp, S, 2, 1, 1, "full", "bf16", cp)
+        path = os.path.join(self.tmp.name, "cp.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        T = S // cp
+        qkvo = 2 * T * (D * H * HD + 2 * D * KV * HD + H * HD * D)
+        mlp_in, mlp_out = 2 * T * 2 * D * F, 2 * T * F * D
+        attention = 4 * H * HD * S * S / 2 / cp
+        layer = (qkvo + mlp_in + mlp_out) + (qkvo + mlp_in) + 2 * (qkvo + mlp_in + mlp_out) + 4.5 * attention
+        want = L * layer + 3 * 2 * T * D * V
+        got = self.run_json("analyze", path)["total"]["flops"]
+        self.assertGreaterEqual(got, want)
+        self.assertLess(got, 1.03 * want)
 
     def test_fp8_full_step(self):
         # The fp8 step does the bf16 step's matmuls (the same FLOPs, the quantizers' elementwise work on top,

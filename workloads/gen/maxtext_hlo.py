@@ -23,7 +23,11 @@ logits_via_embedding=True, remat_policy=full or minimal, attention=flash):
               in the stacked gradients
   optimizer   AdamW on every local shard (f32 weights and moments)
 
-Mesh: device id = slice * fsdp * tensor + f * tensor + t ('tensor' fastest).
+Mesh: device id = slice * fsdp * tensor + f * tensor + t ('tensor' fastest). With context
+parallelism the fsdp index is itself fsdp x context ('context' the faster): a device holds
+S/context tokens of each sequence, gathers the keys and values over 'context' for attention
+(written as one unmasked flash kernel over half the sequence: the causal work's even share)
+and reduce-scatters their gradients back.
 Per-device batch: MaxText's per_device_batch x tensor (the batch is split over
 'fsdp' and the DCN 'data' axis, not over 'tensor'). With tensor > 1 the
 activations between blocks keep their embed dimension split over 'tensor'
@@ -117,7 +121,8 @@ def remat_plan(policy, custom=None):
 class Config:
     """Dimensions and mesh of one step. remat: a MaxText policy name, or (policy, custom names)."""
 
-    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16"):
+    def __init__(self, dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16",
+                 context=1):
         policy, custom = (remat, None) if isinstance(remat, str) else remat
         if precision not in PRECISIONS:
             raise ValueError(f"precision {precision}: one of {', '.join(PRECISIONS)}")
@@ -138,14 +143,20 @@ class Config:
         if self.act not in ("relu", "gelu"):
             raise ValueError(f"MLP activation '{self.act}': relu or gelu")
         self.use_rope = dims.get("rope", True)  # gpt3: learned positions, no RoPE
-        self.fsdp, self.tp, self.slices = fsdp, tensor, slices
-        self.S = seq
-        batch = per_device_batch * tensor
-        if batch != int(batch) or batch < 1:
-            raise ValueError(f"per-device batch {per_device_batch} x tensor {tensor} is not a whole batch per device")
-        self.B = int(batch)
+        # context parallelism (MaxText's ici_context_parallelism): each sequence is split over `context`
+        # devices, which also take part in FSDP (the weights are sharded over fsdp x context)
+        self.cp = context
+        self.fsdp, self.tp, self.slices = fsdp * context, tensor, slices
+        if seq % (2 * context) if context > 1 else False:
+            raise ValueError(f"seq {seq} is not divisible by 2 x context {context} (load-balanced chunks)")
+        self.S_full, self.S = seq, seq // context
+        batch = per_device_batch * tensor * context
+        if abs(batch - round(batch)) > 1e-9 or round(batch) < 1:
+            raise ValueError(f"per-device batch {per_device_batch} x tensor {tensor} x context {context} is not a "
+                             "whole batch per device")
+        self.B = int(round(batch))
         for name, total, parts in (("heads", self.H, tensor), ("kv_heads", self.KV, tensor), ("mlp", self.F, tensor),
-                                   ("vocab", self.V, tensor), ("emb", self.D, fsdp * tensor)):
+                                   ("vocab", self.V, tensor), ("emb", self.D, self.fsdp * tensor)):
             if total % parts:
                 raise ValueError(f"{name} {total} is not divisible by {parts}")
         if self.HD % 2:
@@ -157,11 +168,17 @@ class Config:
             self.plan.pop(name, None)
         self.HL, self.KVL, self.FL, self.VL = self.H // tensor, self.KV // tensor, self.F // tensor, self.V // tensor
         self.DT = self.D // tensor  # embed dimension of an activation between blocks
-        mesh = [slices, fsdp, tensor]
+        mesh = [slices, fsdp * context, tensor]  # 'context' is faster than 'fsdp' in MaxText's device mesh
         self.devices = math.prod(mesh)
         self.tp_groups = iota_groups(mesh, 2)
-        self.fsdp_groups = iota_groups(mesh, 1)
+        self.fsdp_groups = iota_groups(mesh, 1)  # fsdp x context: the weights' shards and the tokens
         self.dcn_groups = iota_groups(mesh, 0)
+        self.cp_groups = iota_groups([slices, fsdp, context, tensor], 2)
+        # With context parallelism each device's queries, two chunks of its sequence (MaxText's load
+        # balancing: chunk i and 2*context-1-i), attend to the all-gathered keys and values under the
+        # causal mask: on average to half the sequence. Its kernel is written as one unmasked flash
+        # attention over half the gathered keys and values (kv_len): the same products per device.
+        self.kv_len = self.S if context == 1 else seq // 2
 
     def weights(self):
         """(name, full local [rows, cols] after the tensor split, split: 'col'|'row'|'norm').
@@ -415,11 +432,33 @@ class Step:
 
         return self.m.fusion(e, "kLoop", "loop_add_fusion", [v, self.cos, self.sin], bwd if backward else fwd, None)
 
+    def cp_gather(self, e, t):
+        """[B,S,KVL,HD] -> the keys or values the flash kernel reads: itself without context parallelism,
+        else all-gathered over 'context' ([B,S_full,..]; its chunks in device order) and cut to kv_len."""
+        c = self.c
+        if c.cp == 1:
+            return t
+        full = self.all_gather_done(e, self.all_gather(e, t, 1, c.cp_groups, "context", c.cp, "keys/values"))
+        return e.op("slice", bf(c.B, c.kv_len, c.KVL, c.HD), [full],
+                    f"slice={{[0:{c.B}], [0:{c.kv_len}], [0:{c.KVL}], [0:{c.HD}]}}")
+
+    def cp_scatter(self, e, t, where):
+        """The flash backward's key or value gradient [B,kv_len,..] back onto the local chunk: padded to
+        the whole sequence and reduce-scattered over 'context' (the adjoint of cp_gather)."""
+        c = self.c
+        if c.cp == 1:
+            return t
+        zero = e.const("0", BF16, ())
+        full = e.op("pad", bf(c.B, c.S_full, c.KVL, c.HD), [t, zero],
+                    f"padding=0_0x0_{c.S_full - c.kv_len}x0_0x0_0")
+        return self.reduce_scatter_done(e, self.reduce_scatter(e, full, 1, c.cp_groups, "context", c.cp, where))
+
     def flash(self, e, operands, outs, backward):
         c = self.c
         target = "te_fused_attn_backward_ffi" if backward else "te_fused_attn_forward_ffi"
+        mask = 2 if c.cp == 1 else 0  # causal; context parallel: unmasked over kv_len (Config)
         cfg = (f"attn_heads = {c.HL} : i64, input_batch = {c.B} : i64, is_training = true, "
-               f"kv_max_seqlen = {c.S} : i64, mask_type = 2 : i64, num_gqa_groups = {c.KVL} : i64, "
+               f"kv_max_seqlen = {c.kv_len} : i64, mask_type = {mask} : i64, num_gqa_groups = {c.KVL} : i64, "
                f"q_max_seqlen = {c.S} : i64, qk_head_dim = {c.HD} : i64, v_head_dim = {c.HD} : i64")
         return e.op("custom-call", outs, operands, f'custom_call_target="{target}", '
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
@@ -534,7 +573,8 @@ class Step:
         else:
             s["q"], s["k"] = e.op("bitcast", bf(B, S, c.HL, c.HD), [q]), e.op("bitcast", bf(B, S, c.KVL, c.HD), [k])
         s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
-        fa = self.flash(e, [s["q"], s["k"], s["v"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
+        s["kf"], s["vf"] = self.cp_gather(e, s["k"]), self.cp_gather(e, s["v"])
+        fa = self.flash(e, [s["q"], s["kf"], s["vf"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
         s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
         s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
@@ -613,11 +653,11 @@ class Step:
         dhg = self.tp_gather(e, dh, "attention output gradient")
         g["wo"] = wgrad(s["o3"], dhg, (c.HL * c.HD, D))
         do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dgrad(dhg, W["wo"])])
-        fb = self.flash(e, [s["q"], s["k"], s["v"], s["stats"], s["o"], do],
-                        [bf(B, S, c.HL, c.HD), bf(B, S, c.KVL, c.HD), bf(B, S, c.KVL, c.HD)], True)
+        kv = bf(B, c.kv_len, c.KVL, c.HD)
+        fb = self.flash(e, [s["q"], s["kf"], s["vf"], s["stats"], s["o"], do], [bf(B, S, c.HL, c.HD), kv, kv], True)
         dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
-        dk = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=1")
-        dv = e.op("get-tuple-element", bf(B, S, c.KVL, c.HD), [fb], "index=2")
+        dk = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=1"), "key gradient")
+        dv = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=2"), "value gradient")
         if c.use_rope:
             dq, dk = self.rope(e, dq, c.HL, backward=True), self.rope(e, dk, c.KVL, backward=True)
         d3 = {"wq": e.op("bitcast", bf(B, S, c.HL * c.HD), [dq]),
@@ -897,9 +937,10 @@ class Step:
         return head + self.regions + "\n" + "\n".join(comps) + "\n" + e.text(root, entry=True)
 
 
-def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16"):
+def emit(dims, per_device_batch, seq, fsdp, tensor, slices=1, remat="full", precision="bf16", context=1):
     """(module text, Step) of one training step; raises ValueError for an impossible mesh.
     remat: full (only each layer's input is saved) or minimal (its projections too).
-    precision: bf16, or fp8_full (MaxText's Qwix fp8 training of the decoder layers' dots)."""
-    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices, remat, precision))
+    precision: bf16, or fp8_full (MaxText's Qwix fp8 training of the decoder layers' dots).
+    context: devices each sequence is split over (fsdp devices per context group: `fsdp`)."""
+    st = Step(Config(dims, per_device_batch, seq, fsdp, tensor, slices, remat, precision, context))
     return st.build(), st

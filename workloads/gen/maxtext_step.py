@@ -125,7 +125,18 @@ def mesh(row):
     """(fsdp, tensor, data) of a row: MaxText's ici_fsdp/ici_tensor (-1: the rest of a slice's chips)
     and the DCN data axis (its slices). With dcn_fsdp_parallelism equal to the number of slices, FSDP
     spans the slices instead: fsdp is ici_fsdp x slices (the slice the slowest part of a device's
-    fsdp index, as device ids number one slice after another) and the data axis is 1."""
+    fsdp index, as device ids number one slice after another) and the data axis is 1. With
+    ici_context_parallelism, fsdp counts the context groups (context(row) gives their size)."""
+    return _mesh(row)[:3]
+
+
+def context(row):
+    """Generated devices each sequence is split over: MaxText's ici_context_parallelism (devices; on
+    TPU7x the chip's two devices are in one context group, so chips)."""
+    return _mesh(row)[3]
+
+
+def _mesh(row):
     slices = int(row["num_slices"])
     per_slice = int(row["chips"]) // slices * devices_per_chip(row)
     m = re.search(r"dcn_fsdp(?:_parallelism)?=(-?\d+)", row["parallelism"])
@@ -137,6 +148,7 @@ def mesh(row):
         m = re.search(name + r"(?:_parallelism)?=(-?\d+)", row["parallelism"])
         return int(m.group(1)) if m else default
     tensor = axis("ici_tensor", 1)
+    cp = axis("ici_context", 1)
     # fsdp_transpose shards the weights' other dimension over its devices (the batch too): the same
     # per-layer all-gathers and reduce-scatters, so it counts as fsdp here.
     transpose = axis("ici_fsdp_transpose", 1)
@@ -144,17 +156,31 @@ def mesh(row):
     if transpose == -1:
         transpose = per_slice // (tensor * fsdp)
     if fsdp == -1:
-        fsdp = per_slice // (tensor * transpose)
+        fsdp = per_slice // (tensor * transpose * cp)
     fsdp *= transpose
-    if fsdp * tensor != per_slice:
-        raise ValueError(f"ici_fsdp {fsdp} x ici_tensor {tensor} != {per_slice} devices per slice")
+    if fsdp * tensor * cp != per_slice:
+        raise ValueError(f"ici_fsdp {fsdp} x ici_context {cp} x ici_tensor {tensor} != {per_slice} devices per slice")
     per_chip = devices_per_chip(row)
     if per_chip > 1:  # the chip's devices run as one megacore device (chip_batch, run_args)
-        if tensor != 1 or fsdp % per_chip:
-            raise ValueError(f"{per_chip} devices per chip with ici_tensor {tensor}, ici_fsdp {fsdp}: only "
-                             "fsdp over whole chips is generated")
-        fsdp //= per_chip
-    return fsdp * dcn_fsdp, tensor, slices // dcn_fsdp
+        if tensor != 1 or (fsdp if cp == 1 else cp) % per_chip:
+            raise ValueError(f"{per_chip} devices per chip with ici_tensor {tensor}, ici_fsdp {fsdp}, ici_context "
+                             f"{cp}: only fsdp or context over whole chips is generated")
+        if cp > 1:
+            cp //= per_chip  # 'context' is the faster axis: a chip's two devices share a context group
+        else:
+            fsdp //= per_chip
+    if cp > 1 and (dcn_fsdp > 1 or slices > 1):
+        raise ValueError("context parallelism over several slices is not generated")
+    return fsdp * dcn_fsdp, tensor, slices // dcn_fsdp, cp
+
+
+def mesh_text(row):
+    """The generated mesh in words: 'fsdp 64 x context 4 x tensor 1 x 2 slices (chips of 2 devices, megacore)'."""
+    fsdp, tensor, slices, cp = _mesh(row)
+    per_chip = devices_per_chip(row)
+    return (f"fsdp {fsdp}" + (f" x context {cp}" if cp > 1 else "") + f" x tensor {tensor}" +
+            (f" x {slices} slices" if slices > 1 else "") +
+            (f" (chips of {per_chip} devices, megacore)" if per_chip > 1 else ""))
 
 
 def devices_per_chip(row):
@@ -180,11 +206,11 @@ def supported(row):
             return f"precision {row['precision']}"
         maxtext_hlo.remat_plan(*remat(row))
         scoped_vmem_limit_kib(row)
-        fsdp, tensor, slices = mesh(row)
-        if chip_batch(row) * tensor < 1:
+        fsdp, tensor, slices, cp = _mesh(row)
+        if chip_batch(row) * tensor * cp < 1:
             return "fractional per-device batch"
-        maxtext_hlo.Config(parse_spec(row["model_spec"]), chip_batch(row) * 1.0, int(row["seq_len"]), fsdp,
-                           tensor, slices, remat(row), row["precision"])
+        maxtext_hlo.Config(parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp,
+                           tensor, slices, remat(row), row["precision"], cp)
     except ValueError as err:
         return str(err)
     return None
@@ -230,9 +256,9 @@ def scoped_vmem_limit_kib(row):
 def row_module(row):
     """(HLO module text, maxtext_hlo.Step) of a supported row's whole training step."""
     import maxtext_hlo  # beside this script
-    fsdp, tensor, slices = mesh(row)
+    fsdp, tensor, slices, cp = _mesh(row)
     return maxtext_hlo.emit(parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp, tensor,
-                            slices, remat(row), row["precision"])
+                            slices, remat(row), row["precision"], cp)
 
 
 # Static program size a row's step may compile to: LLaMA 3.1 405B's backward layer on a TPU7x chip (batch 6)
@@ -289,10 +315,9 @@ def emit_row(rows, a):
     if a.run_args:
         print(" ".join(run_args(r)))
         return 0
-    fsdp, tensor, slices = mesh(r)
     text, step = row_module(r)
     head = (f"// MaxText training step of train_step.csv row {a.emit}: {r['model']} on {r['slice']} "
-            f"(fsdp {fsdp} x tensor {tensor} x DCN data {slices}), per-device batch {step.c.B} x seq {step.c.S}, "
+            f"({mesh_text(r)}), per-device batch {step.c.B} x seq {step.c.S}, "
             f"{remat_policy(r)} remat, flash attention, {r['precision']}.\n// Written by workloads/gen/maxtext_step.py --emit {a.emit}; "
             f"run with: tpusim run F.hlo {' '.join(run_args(r))}\n")
     out = sys.stdout if a.output == "-" else open(a.output, "w")
