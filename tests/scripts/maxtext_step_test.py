@@ -201,6 +201,8 @@ class MaxTextStep(unittest.TestCase):
         self.assertEqual(self.m.chip_batch(r), 2 * float(r["per_device_batch"]))
         args = self.m.run_args(r)
         self.assertEqual(args[args.index("megacore=true") - 1], "--set")
+        # the rows' programs may be larger than tpusim's default (405B's backward layer is)
+        self.assertIn(f"simulation.max_program_instructions={self.m.PROGRAM_INSTRUCTIONS}", args)
         # an explicit device count on the fsdp axis is in devices, too
         self.assertEqual(self.m.mesh(dict(r, parallelism="ici_fsdp_parallelism=128")), (64, 1, 1))
         # tensor parallelism across a chip's two devices is not generated
