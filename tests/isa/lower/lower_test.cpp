@@ -458,6 +458,20 @@ ENTRY e {
   EXPECT_LE(r->seconds, 1.15 * bound);
 }
 
+// Bytes each HBM buffer is read by the program's DMAs, by buffer name.
+std::map<std::string, std::int64_t> hbm_reads(const isa::Program& p) {
+  std::map<std::string, std::int64_t> read;
+  for (const auto& i : p.code) {
+    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
+      const auto& src = p.buffers[d->src.buffer];
+      if (src.space == isa::MemSpace::kHbm) {
+        read[src.name] += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
+      }
+    }
+  }
+  return read;
+}
+
 // A dot fusion with a residual of the output's shape and a small bias: the
 // residual is read from HBM exactly once (2048 x 2048 bf16 = 8 MiB), in tiles
 // of the output blocks, and nothing of the contraction's inputs is read as an
@@ -483,15 +497,7 @@ ENTRY e {
   ROOT f = bf16[2048,2048] fusion(x, w, res, bias), kind=kOutput, calls=fused
 })",
                             c);
-  std::map<std::string, std::int64_t> read;
-  for (const auto& i : l.program.code) {
-    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
-      const auto& src = l.program.buffers[d->src.buffer];
-      if (src.space == isa::MemSpace::kHbm) {
-        read[src.name] += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
-      }
-    }
-  }
+  std::map<std::string, std::int64_t> read = hbm_reads(l.program);
   EXPECT_EQ(read["res"], 2048 * 2048 * 2);
   EXPECT_EQ(read["bias"], 2048 * 2);
   EXPECT_GE(read["x"], 2048 * 1024 * 2);  // the contraction reads its inputs at least once
@@ -528,15 +534,10 @@ ENTRY e {
   ROOT f = bf16[2048,2048] fusion(x, s, w), kind=kOutput, calls=fused
 })",
                             c);
-  std::map<std::string, std::int64_t> read;
+  std::map<std::string, std::int64_t> read = hbm_reads(l.program);
   bool fp8_matmul = false;
   for (const auto& i : l.program.code) {
-    if (const auto* d = std::get_if<isa::DmaStart>(&i.op)) {
-      const auto& src = l.program.buffers[d->src.buffer];
-      if (src.space == isa::MemSpace::kHbm) {
-        read[src.name] += isa::dtype_bytes(src.dtype, std::int64_t{d->src.rows} * d->src.cols);
-      }
-    } else if (const auto* mm = std::get_if<isa::MxuMatmul>(&i.op)) {
+    if (const auto* mm = std::get_if<isa::MxuMatmul>(&i.op)) {
       fp8_matmul = fp8_matmul || l.program.buffers[mm->lhs.buffer].dtype == isa::DType::kFp8;
     }
   }
