@@ -147,7 +147,7 @@ class Config:
         # devices, which also take part in FSDP (the weights are sharded over fsdp x context)
         self.cp = context
         self.fsdp, self.tp, self.slices = fsdp * context, tensor, slices
-        if seq % (2 * context) if context > 1 else False:
+        if context > 1 and seq % (2 * context):
             raise ValueError(f"seq {seq} is not divisible by 2 x context {context} (load-balanced chunks)")
         self.S_full, self.S = seq, seq // context
         batch = per_device_batch * tensor * context
@@ -230,7 +230,9 @@ class Step:
 
     def __init__(self, cfg):
         self.c = cfg
-        self.qcache = {}  # (value name, contracting dims, format) -> QTensor: a tensor is quantized once per use
+        # (value name, contracting dims, format, folded scale) -> QTensor: a value is quantized once however
+        # many dots read it that way
+        self.qcache = {}
         self.m = Module()
         self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
         self.m.counters.update(REGION_COUNTERS)
