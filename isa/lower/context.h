@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
-#include <optional>
 #include <vector>
 
 #include "isa/hlo/ir.h"

@@ -377,7 +377,7 @@ class Lowerer {
   }
 
   // The operand of an op in a dot operand's producer chain that carries its
-  // data: clamp's operand (its bounds are 0 and 2), select's first value that
+  // data: clamp's operand 1 (0 and 2 are its bounds), select's first value that
   // is not a splat, otherwise the first operand of the op's own element count
   // that is not a splat (a broadcast or constant: a scale, a bound, a mask
   // value), else operand 0. A quantized operand, convert(clamp(lo, x * s, hi)),
