@@ -5,7 +5,8 @@ It reads a row of tests/validation/refs/hw/train_step.csv, derives the decoder
 dimensions and the mesh, writes the HLO module of the whole training step
 (`--emit ROW`; maxtext_hlo.py: embedding, the scanned layers forward and
 backward with the remat policy's recomputation, flash attention, loss, FSDP/tensor
-collectives, the DCN gradient all-reduce of multislice rows, AdamW), and
+or context-parallel collectives, the DCN gradient all-reduce of multislice rows,
+AdamW; in bf16 or MaxText's fp8_full), and
 computes the per-device TFLOP per step with the formula the row's `includes`
 column quotes (MaxText train.py calculate_training_tflops):
 
@@ -206,11 +207,10 @@ def supported(row):
             return f"precision {row['precision']}"
         maxtext_hlo.remat_plan(*remat(row))
         scoped_vmem_limit_kib(row)
-        fsdp, tensor, slices, cp = _mesh(row)
+        _, tensor, _, cp = _mesh(row)
         if chip_batch(row) * tensor * cp < 1:
             return "fractional per-device batch"
-        maxtext_hlo.Config(parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp,
-                           tensor, slices, remat(row), row["precision"], cp)
+        maxtext_hlo.Config(*step_args(row))
     except ValueError as err:
         return str(err)
     return None
@@ -253,12 +253,17 @@ def scoped_vmem_limit_kib(row):
     return int(found[-1])
 
 
+def step_args(row):
+    """The row's arguments of maxtext_hlo.emit and maxtext_hlo.Config."""
+    fsdp, tensor, slices, cp = _mesh(row)
+    return (parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp, tensor, slices, remat(row),
+            row["precision"], cp)
+
+
 def row_module(row):
     """(HLO module text, maxtext_hlo.Step) of a supported row's whole training step."""
     import maxtext_hlo  # beside this script
-    fsdp, tensor, slices, cp = _mesh(row)
-    return maxtext_hlo.emit(parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp, tensor,
-                            slices, remat(row), row["precision"], cp)
+    return maxtext_hlo.emit(*step_args(row))
 
 
 # Static program size a row's step may compile to: LLaMA 3.1 405B's backward layer on a TPU7x chip (batch 6)
