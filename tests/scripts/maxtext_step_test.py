@@ -21,6 +21,23 @@ SRC = None
 TPUSIM = None
 
 
+def expand_iota(groups):
+    """The device lists of XLA's iota replica groups '[G,S]<=[dims]' or '[G,S]<=[dims]T(perm)': the device ids
+    laid out in dims (last fastest), transposed by perm, read in order and cut into G groups of S."""
+    import re
+    m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", groups)
+    g, size = int(m.group(1)), int(m.group(2))
+    dims = [int(x) for x in m.group(3).split(",")]
+    perm = [int(x) for x in m.group(4).split(",")] if m.group(4) else list(range(len(dims)))
+    strides = [1] * len(dims)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    ids = [0]
+    for axis in perm:  # the transposed array's index, its last axis fastest
+        ids = [i + k * strides[axis] for i in ids for k in range(dims[axis])]
+    return [ids[j * size:(j + 1) * size] for j in range(g)]
+
+
 class MaxTextStep(unittest.TestCase):
     def setUp(self):
         sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
@@ -160,9 +177,10 @@ class MaxTextStep(unittest.TestCase):
             kinds[(kind, axis)] = kinds.get((kind, axis), 0) + 1
         self.assertEqual(kinds[("all-gather", "context")], 4)      # K, V in each scan body
         self.assertEqual(kinds[("reduce-scatter", "context")], 2)  # dK, dV
-        # 'context' is faster than 'fsdp' in the device mesh: its groups are consecutive devices {0,1}, {2,3}
-        self.assertEqual(step.c.cp_groups, maxtext_hlo.iota_groups([1, 2, 2, 1], 2))
-        self.assertEqual(maxtext_hlo.iota_groups([1, 2, 2, 1], 2).split("<=")[0], "[2,2]")
+        # 'context' is faster than 'fsdp' in the device mesh: its groups are consecutive devices {0,1}, {2,3};
+        # the weights' groups (fsdp x context) are all four
+        self.assertEqual(expand_iota(step.c.cp_groups), [[0, 1], [2, 3]])
+        self.assertEqual(expand_iota(step.c.fsdp_groups), [[0, 1, 2, 3]])
         with self.assertRaises(ValueError):  # chunks of the load-balanced split
             maxtext_hlo.Config(dims, 0.5, 1002, 2, 1, 1, "full", "bf16", 2)
 
