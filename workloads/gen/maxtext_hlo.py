@@ -214,15 +214,16 @@ def f32(*d):
 
 
 class QTensor:
-    """A value quantized to fp8 (q) and its absmax per channel (f32 over the dims other than the
-    contracting ones): the value is q * amax / F8_MAX[fmt]."""
+    """A value quantized to fp8 with its absmax per channel (f32 over the dims other than the
+    contracting ones): the value is q * amax / F8_MAX[fmt]. A materialized QTensor is the fp8 array
+    q (operands [q]); a fused one is the recipe for it (operands: the bf16 source, its absmax and a
+    folded scale) that each consuming dot fusion runs on its operand's tiles (build)."""
 
-    def __init__(self, q, amax):
+    def __init__(self, q, amax, fmt=None, operands=None, build=None):
         self.q, self.amax = q, amax
-
-    @property
-    def fmt(self):
-        return self.q.dtype
+        self.fmt = fmt or q.dtype
+        self.operands = operands or [q]
+        self.build = build or (lambda f, p: p[0])
 
 
 class Step:
@@ -466,14 +467,18 @@ class Step:
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
 
     # ---------------- fp8 quantization (MaxText fp8_full: Qwix's quantized training) ----------------
-    def quantize(self, e, t, cdims, fmt, groups=None, fold=None):
+    def quantize(self, e, t, cdims, fmt, groups=None, fold=None, fused=True):
         """t quantized to fmt with one scale per channel (Qwix's absmax calibration, channelwise over
-        the dims other than the contracting cdims), in two passes over t: an input fusion takes the
-        absmax over cdims (all-reduced (max) over `groups` when t's rows along cdims are split across
-        those devices), a loop fusion scales each channel's absmax onto the format's largest value,
-        clips and converts. fold: (QTensor, dims of t) -- the backward's incoming gradient is first
-        multiplied by the scale of the forward's quantized residual (its absmax / F8_MAX), which runs
-        along the backward's contraction (Qwix reuses the forward's quantized residuals)."""
+        the dims other than the contracting cdims): an input fusion takes the absmax over cdims
+        (all-reduced (max) over `groups` when t's rows along cdims are split across those devices),
+        then each channel is scaled onto the format's largest value, clipped and converted. fused:
+        that second pass runs inside each dot fusion that reads the value (XLA fuses an elementwise
+        producer of a dot operand into the dot's fusion, as it does a dequantize), so the dot reads t
+        and the fp8 array is never stored; otherwise (a weight shard, which is all-gathered in fp8)
+        it is a loop fusion of its own. fold: (QTensor, dims of t) -- the backward's incoming
+        gradient is first multiplied by the scale of the forward's quantized residual (its absmax /
+        F8_MAX), which runs along the backward's contraction (Qwix reuses the forward's quantized
+        residuals)."""
         cdims = tuple(cdims)
         key = (t.name, cdims, fmt, fold[0].amax.name if fold else None)
         if key in self.qcache:
@@ -493,13 +498,16 @@ class Step:
             amax = self.all_reduce(e, amax, groups, "fsdp", "fp8 absmax", region="region_1.5")
         top = repr(F8_MAX[fmt])
 
-        def body(f, p):
+        def body(f, p):  # p: t, amax [, folded absmax]
             x = scaled(f, p[0], p[2] if fold else None)
             scale = f.op("divide", p[1].shape, [f.const(top, F32, p[1].dims), p[1]])
             v = f.mul(x, f.bcast(scale, x.dims, keep))
             v = f.op("clamp", v.shape, [f.const("-" + top, F32, x.dims), v, f.const(top, F32, x.dims)])
             return f.convert(v, fmt)
-        q = QTensor(self.m.fusion(e, "kLoop", "loop_convert_fusion", [t, amax] + extra, body, None), amax)
+        if fused:
+            q = QTensor(None, amax, fmt, [t, amax] + extra, body)
+        else:
+            q = QTensor(self.m.fusion(e, "kLoop", "loop_convert_fusion", [t, amax] + extra, body, None), amax)
         self.qcache[key] = q
         return q
 
@@ -508,13 +516,15 @@ class Step:
         scales: [(QTensor, output dims its absmax runs along)], each absmax / F8_MAX, then bf16 [+ addend]."""
         unit = repr(1.0 / math.prod(F8_MAX[q.fmt] for q, _ in scales))
 
+        na, nb = len(a.operands), len(b.operands)
+
         def body(f, p):
-            d = dot(f, p[0], p[1], dims, lhs_c, rhs_c, dtype=F32)
+            d = dot(f, a.build(f, p[:na]), b.build(f, p[na:na + nb]), dims, lhs_c, rhs_c, dtype=F32)
             for k, (_, along) in enumerate(scales):
-                d = f.mul(d, f.bcast(p[2 + k], d.dims, along))
+                d = f.mul(d, f.bcast(p[na + nb + k], d.dims, along))
             out = f.convert(f.mul(d, f.const(unit, F32, d.dims)), BF16)
             return f.add(out, p[-1]) if addend is not None else out
-        ops = [a.q, b.q] + [q.amax for q, _ in scales] + ([addend] if addend is not None else [])
+        ops = a.operands + b.operands + [q.amax for q, _ in scales] + ([addend] if addend is not None else [])
         return self.m.fusion(e, "kOutput", "dot_multiply_fusion", ops, body, None)
 
     def dot_add(self, e, a, b, dims, lhs_c, rhs_c, addend):
@@ -688,7 +698,8 @@ class Step:
             split = 0 if kind == "col" else 1  # the dim 'fsdp' splits
             if kind != "norm" and c.fp8:
                 where = f"{name} (per layer)"
-                qt = self.quantize(e, shard, (0,), F8E4, c.fsdp_groups if c.fsdp > 1 and split == 0 else None)
+                qt = self.quantize(e, shard, (0,), F8E4, c.fsdp_groups if c.fsdp > 1 and split == 0 else None,
+                                   fused=False)
                 if c.fsdp == 1:
                     ready[name] = qt
                     continue
