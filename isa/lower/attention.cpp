@@ -29,13 +29,22 @@ class Attention {
     dt_ = mxu_stream_dtype(mxu, arr.q.dtype);
     dqk_ = std::max<std::int64_t>(1, a.qk_dim);
     dv_ = std::max<std::int64_t>(1, a.v_dim);
-    // Megacore: the cores split the (batch, head) groups.
-    const auto [first, last] = c.core_share(std::max<std::int64_t>(1, a.batch) * std::max<std::int64_t>(1, a.heads));
-    groups_ = last - first;
     b_ = choose_block();
-    rows_ = std::max<std::int64_t>(c.min_tile_rows(), b_ / 8);
+    // Queries too short to fill a block (decode: a token or a few per
+    // sequence) are packed: the query heads sharing a key/value head are one
+    // block's rows, and a (batch, kv head) group reads that head's K and V
+    // once, as TPU decode kernels do (ragged paged attention packs a KV
+    // head's queries). Unmasked forward only.
+    const std::int64_t heads = std::max<std::int64_t>(1, a.heads), kv_heads = std::max<std::int64_t>(1, a.kv_heads);
+    packed_ = !a.backward && !a.causal && heads % kv_heads == 0 && std::max<std::int64_t>(1, a.q_len) < b_;
+    const std::int64_t qrows = std::max<std::int64_t>(1, a.q_len) * (packed_ ? heads / kv_heads : 1);
+    bq_ = packed_ ? std::min(b_, round_up(qrows, c.row_align(dt_))) : b_;
+    // Megacore: the cores split the (batch, head) groups.
+    const auto [first, last] = c.core_share(std::max<std::int64_t>(1, a.batch) * (packed_ ? kv_heads : heads));
+    groups_ = last - first;
+    rows_ = std::max<std::int64_t>(c.min_tile_rows(), bq_ / 8);
     piece_ = std::min(b_, backward_piece(b_));
-    nq_ = ceil_div(std::max<std::int64_t>(1, a.q_len), b_);
+    nq_ = ceil_div(qrows, bq_);
     nkv_ = ceil_div(std::max<std::int64_t>(1, a.kv_len), b_);
     // Operands read head-major, [B*heads*S, D] (the layout XLA's TPU layout
     // assignment gives a kernel's operands, so a block is one contiguous
@@ -60,9 +69,11 @@ class Attention {
       pairs = forward();
     }
     const std::int64_t all = nq_ * nkv_;
-    return fmt::format("flash attention{}: blocks of {} rows, {} of {} block pairs per head{}{}",
+    return fmt::format("flash attention{}: blocks of {} rows{}, {} of {} block pairs per {}{}{}",
                        a_.backward ? " backward (S and P recomputed; dV, dP, dQ, dK: five products)" : "", b_,
-                       pairs, all, a_.causal ? fmt::format(" ({} above the diagonal skipped, causal)", all - pairs) : "",
+                       packed_ ? fmt::format(" ({} query rows: the query heads of a key/value head packed)", bq_) : "",
+                       pairs, all, packed_ ? "key/value head" : "head",
+                       a_.causal ? fmt::format(" ({} above the diagonal skipped, causal)", all - pairs) : "",
                        a_.assumed.empty() ? "" : "; " + a_.assumed);
   }
 
@@ -105,9 +116,10 @@ class Attention {
   }
   TileRef whole(std::uint32_t b) const { return c_.whole(b); }
   // Block `blk` of the stand-in (batch 0, head 0) rows of a [B*heads*S, D] view.
-  TileRef block(const Array& view, std::int64_t blk, std::int64_t d) const {
-    const std::int64_t row = std::min(blk * b_, std::max<std::int64_t>(0, view.rows - b_));
-    return c_.tile(view.buffer, row, std::min(b_, view.rows), 0, d);
+  TileRef block(const Array& view, std::int64_t blk, std::int64_t d) const { return block(view, blk, d, b_); }
+  TileRef block(const Array& view, std::int64_t blk, std::int64_t d, std::int64_t rows) const {
+    const std::int64_t row = std::min(blk * rows, std::max<std::int64_t>(0, view.rows - rows));
+    return c_.tile(view.buffer, row, std::min(rows, view.rows), 0, d);
   }
 
   void vpu(VpuOp op, const TileRef& dst, const TileRef& a, const TileRef& b = {}, const TileRef& c = {},
@@ -251,8 +263,12 @@ class Attention {
   // B(j). Step 0 runs first (its B starts the running max, sum and O
   // rather than updating them), the steady steps in pairs (the slots
   // alternate) inside `repeat`, the last two after it.
+  // With `next` (the next group's loads, run once this group no longer
+  // reads Q, slot 0 or block 1's K), blocks 0's K and V and block 1's K are
+  // already in flight (the previous group's `next` issued them).
   void forward_blocks(std::int64_t n, const std::function<void(int)>& load_k, const std::function<void(int)>& load_v,
-                      const std::function<void(int)>& stage_a, const std::function<void(int, bool)>& stage_b) {
+                      const std::function<void(int)>& stage_a, const std::function<void(int, bool)>& stage_b,
+                      const std::function<void()>& next = {}) {
     if (n <= 0) return;
     const auto step = [&](int slot, bool next_k, bool first) {  // slot = j % 2
       const int other = 1 - slot;
@@ -263,16 +279,19 @@ class Attention {
       c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
       stage_b(slot, first);  // B(j)
     };
-    load_k(0);
-    load_v(0);
+    if (!next) {
+      load_k(0);
+      load_v(0);
+    }
     c_.wait(ldk_[0], 1);
     stage_a(0);
     if (n == 1) {
       c_.wait(ldv_[0], 1);
       stage_b(0, true);
+      if (next) next();
       return;
     }
-    load_k(1);
+    if (!next) load_k(1);
     step(0, n >= 3, true);                                 // j = 0
     const std::int64_t steady = std::max<std::int64_t>(0, n - 3);  // j = 1..n-3 load K(j+2)
     if (steady / 2 > 0) {
@@ -290,8 +309,10 @@ class Attention {
       step(slot, false, false);  // j = n-2
       slot = 1 - slot;
     }
+    if (next && slot == 1) next();  // slot 0 is free: B(n-1) reads slot 1
     c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
     stage_b(slot, false);  // j = n-1
+    if (next && slot == 0) next();
   }
 
   // KV blocks query block i attends to.
@@ -299,35 +320,55 @@ class Attention {
 
   // Per head: per query block, the online softmax over its KV blocks.
   std::int64_t forward() {
-    const std::int64_t b = b_;
+    const std::int64_t b = b_, bq = bq_;  // KV rows and query rows of a block
     const Array out = c_.view(arr_.out_q, a_.batch * a_.q_len * a_.heads, dv_);
     // Two query buffers (the next block's Q loads during this one) and two
     // output staging buffers (a block's write-back runs during the next).
-    const std::array<TileRef, 2> qs{whole(buf("attn.q", dt_, b, dqk_)), whole(buf("attn.q", dt_, b, dqk_))};
+    const std::array<TileRef, 2> qs{whole(buf("attn.q", dt_, bq, dqk_)), whole(buf("attn.q", dt_, bq, dqk_))};
     const std::array<TileRef, 2> kb{whole(buf("attn.k", dt_, b, dqk_)), whole(buf("attn.k", dt_, b, dqk_))};
     const std::array<TileRef, 2> vb{whole(buf("attn.v", dt_, b, dv_)), whole(buf("attn.v", dt_, b, dv_))};
     const auto pair = [&](const char* n, DType d, std::int64_t r, std::int64_t cols) {
       return std::array<TileRef, 2>{whole(buf(n, d, r, cols)), whole(buf(n, d, r, cols))};
     };
     const auto kt = pair("attn.kT", dt_, dqk_, b);
-    const auto s = pair("attn.s", DType::kF32, b, b);
-    const auto p = pair("attn.p", dt_, b, b);
-    const auto pv = pair("attn.pv", DType::kF32, b, dv_);
-    const auto mn = pair("attn.mnew", DType::kF32, b, 1), mx = pair("attn.rowmax", DType::kF32, b, 1);
-    const auto ls = pair("attn.rowsum", DType::kF32, b, 1), t = pair("attn.t", DType::kF32, b, 1);
-    const auto al = pair("attn.alpha", DType::kF32, b, 1);
-    const auto half = pair("attn.half", DType::kF32, b, std::max<std::int64_t>(c_.lanes(), b / 2));
-    const TileRef o = whole(buf("attn.o", DType::kF32, b, dv_));
-    const std::array<TileRef, 2> obs{whole(buf("attn.out", out.dtype, b, dv_)), whole(buf("attn.out", out.dtype, b, dv_))};
-    const TileRef m = whole(buf("attn.m", DType::kF32, b, 1)), l = whole(buf("attn.l", DType::kF32, b, 1));
+    const auto s = pair("attn.s", DType::kF32, bq, b);
+    const auto p = pair("attn.p", dt_, bq, b);
+    const auto pv = pair("attn.pv", DType::kF32, bq, dv_);
+    const auto mn = pair("attn.mnew", DType::kF32, bq, 1), mx = pair("attn.rowmax", DType::kF32, bq, 1);
+    const auto ls = pair("attn.rowsum", DType::kF32, bq, 1), t = pair("attn.t", DType::kF32, bq, 1);
+    const auto al = pair("attn.alpha", DType::kF32, bq, 1);
+    const auto half = pair("attn.half", DType::kF32, bq, std::max<std::int64_t>(c_.lanes(), b / 2));
+    const TileRef o = whole(buf("attn.o", DType::kF32, bq, dv_));
+    const std::array<TileRef, 2> obs{whole(buf("attn.out", out.dtype, bq, dv_)), whole(buf("attn.out", out.dtype, bq, dv_))};
+    const TileRef m = whole(buf("attn.m", DType::kF32, bq, 1)), l = whole(buf("attn.l", DType::kF32, bq, 1));
     std::int64_t pairs = 0;
+    const auto load_k = [&](int slot) {
+      const auto x = static_cast<std::size_t>(slot);
+      c_.dma(kb[x], block(k_, slot, dqk_), ldk_[x]);
+    };
+    const auto load_v = [&](int slot) {
+      const auto x = static_cast<std::size_t>(slot);
+      c_.dma(vb[x], block(v_, slot, dv_), ldv_[x]);
+    };
+    // Packed short queries (one query block per group: decode) prefetch the
+    // next group's Q and first K/V block under this group's last stages, as
+    // a decode kernel pipelines its sequences; the loads issued for the
+    // group after the last are waited for at the end.
+    const bool ahead = packed_ && nq_ == 1;
+    const auto next = [&] {
+      c_.dma(qs[0], block(q_, 0, dqk_, bq), ld_[0]);
+      load_k(0);
+      load_v(0);
+      if (nkv_ > 1) load_k(1);
+    };
+    if (ahead) next();
     c_.emit(isa::Repeat{groups_});
     for (std::int64_t i = 0; i < nq_; ++i) {
       const auto qx = static_cast<std::size_t>(i % 2);
       const TileRef q = qs[qx], ob = obs[qx];
-      if (i == 0) c_.dma(q, block(q_, i, dqk_), ld_[qx]);
+      if (i == 0 && !ahead) c_.dma(q, block(q_, i, dqk_, bq), ld_[qx]);
       c_.wait(ld_[qx], 1);
-      if (i + 1 < nq_) c_.dma(qs[1 - qx], block(q_, i + 1, dqk_), ld_[1 - qx]);
+      if (i + 1 < nq_) c_.dma(qs[1 - qx], block(q_, i + 1, dqk_, bq), ld_[1 - qx]);
       const std::int64_t n = kv_blocks_for(i);
       pairs += n;
       // O = alpha O + P V of the block in `slot` (alpha = 0 for the first).
@@ -337,15 +378,7 @@ class Attention {
         vpu(VpuOp::kFma, o, o, al[x], pv[x]);
       };
       forward_blocks(
-          n,
-          [&](int slot) {
-            const auto x = static_cast<std::size_t>(slot);
-            c_.dma(kb[x], block(k_, slot, dqk_), ldk_[x]);
-          },
-          [&](int slot) {
-            const auto x = static_cast<std::size_t>(slot);
-            c_.dma(vb[x], block(v_, slot, dv_), ldv_[x]);
-          },
+          n, load_k, load_v,
           [&](int slot) {
             const auto x = static_cast<std::size_t>(slot);
             c_.emit(isa::XluTranspose{kt[x], kb[x]});
@@ -359,10 +392,10 @@ class Attention {
             // the running max, sum and O (nothing to rescale).
             const auto x = static_cast<std::size_t>(slot);
             std::vector<std::int64_t> starts;
-            for (std::int64_t r0 = 0; r0 < b; r0 += rows_) starts.push_back(r0);
+            for (std::int64_t r0 = 0; r0 < bq; r0 += rows_) starts.push_back(r0);
             const auto each = [&](const std::function<void(const std::function<TileRef(const TileRef&)>&)>& step) {
               for (const std::int64_t r0 : starts) {
-                step([&](const TileRef& t0) { return c_.tile(t0.buffer, t0.row + r0, std::min(rows_, b - r0), t0.col, t0.cols); });
+                step([&](const TileRef& t0) { return c_.tile(t0.buffer, t0.row + r0, std::min(rows_, bq - r0), t0.col, t0.cols); });
               }
             };
             each([&](const auto& r) { row_reduce(isa::ReduceOp::kMax, r(mx[x]), r(s[x]), r(half[x])); });  // row max
@@ -397,23 +430,30 @@ class Attention {
             // P V per quarter of the rows (each quarter reuses the loaded V
             // tiles for a quarter of the rows; smaller pieces would reload
             // the weights more often than they stream rows through them).
-            const std::int64_t quarter = std::max(rows_, round_up(ceil_div(b, 4), rows_));
-            for (std::int64_t r0 = 0; r0 < b; r0 += quarter) {
+            const std::int64_t quarter = std::max(rows_, round_up(ceil_div(bq, 4), rows_));
+            for (std::int64_t r0 = 0; r0 < bq; r0 += quarter) {
               const auto r = [&](const TileRef& t0) {
-                return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, b - r0), t0.col, t0.cols);
+                return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, bq - r0), t0.col, t0.cols);
               };
               product(r(pv[x]), r(p[x]), vb[x], r0 / quarter);                                             // P V
             }
             pending = slot;
-          });
+          },
+          ahead ? std::function<void()>(next) : std::function<void()>());
       fold(pending);
       vpu(VpuOp::kDiv, o, o, l);
       if (i >= 2) c_.wait(st_, 1);  // block i-2's write-back read this staging buffer
       vpu(VpuOp::kConvert, ob, o);
-      c_.dma(block(out, i, dv_), ob, st_);
+      c_.dma(block(out, i, dv_, bq), ob, st_);
     }
     c_.wait(st_, std::min<std::int64_t>(nq_, 2));
     c_.emit(isa::End{});
+    if (ahead) {
+      c_.wait(ld_[0], 1);
+      c_.wait(ldk_[0], 1);
+      c_.wait(ldv_[0], 1);
+      if (nkv_ > 1) c_.wait(ldk_[1], 1);
+    }
     return pairs;
   }
 
@@ -585,7 +625,9 @@ class Attention {
   std::int64_t nmxu_ = 1, R_ = 128, C_ = 128;
   DType dt_ = DType::kBf16;
   std::int64_t dqk_ = 1, dv_ = 1, groups_ = 1, b_ = 128, nq_ = 1, nkv_ = 1;
-  std::int64_t rows_ = 64;  // rows of the softmax's pieces (an eighth of a block)
+  std::int64_t bq_ = 128;  // query rows of a forward block (b_, or fewer when packed_)
+  bool packed_ = false;     // short queries: a KV head's query heads packed into a block's rows
+  std::int64_t rows_ = 64;  // rows of the softmax's pieces (an eighth of a query block)
   std::int64_t piece_ = 128;  // rows of the backward's pieces
   std::array<std::vector<TileRef>, 2> tvp_, tkp_;  // per slot, per piece: dV and dK partial products
   Array q_, k_, v_;

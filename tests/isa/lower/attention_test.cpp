@@ -24,7 +24,7 @@ namespace {
 using tpusim::testing::AttentionShape;
 
 struct KernelRun {
-  double seconds = 0, mxu_flops = 0;
+  double seconds = 0, mxu_flops = 0, hbm_bytes = 0;
   std::size_t instructions = 0;
   std::int64_t block = 0;  // rows of a block, from the lowering's note
 };
@@ -49,13 +49,14 @@ KernelRun run(const std::string& text, const char* chip) {
         }
         auto r = simulate(c, l->program);
         if (!r.ok() || !r->finished) return "error simulate";
-        double flops = 0;
+        double flops = 0, hbm = 0;
         for (const auto& core : r->cores) {
           for (const auto& u : core.units) flops += u.kind == isa::Unit::kMxu ? u.flops : 0.0;
         }
+        for (const auto& row : r->provenance) hbm += row.stats.hbm_bytes;
         std::ostringstream os;
         os.precision(17);
-        os << r->seconds << " " << flops << " " << l->program.code.size() << " " << block;
+        os << r->seconds << " " << flops << " " << l->program.code.size() << " " << block << " " << hbm;
         return os.str();
       },
       error);
@@ -63,7 +64,7 @@ KernelRun run(const std::string& text, const char* chip) {
   KernelRun result;
   if (out && !out->starts_with("error")) {
     std::istringstream is(*out);
-    is >> result.seconds >> result.mxu_flops >> result.instructions >> result.block;
+    is >> result.seconds >> result.mxu_flops >> result.instructions >> result.block >> result.hbm_bytes;
   }
   return result;
 }
@@ -158,6 +159,31 @@ TEST(Attention, GroupedQueryAttentionDoesTheSameProducts) {
   s.kv_heads = 2;
   const KernelRun gqa = run(tpusim::testing::te_attention_module(s, false), "v5e");
   EXPECT_DOUBLE_EQ(gqa.mxu_flops, mha.mxu_flops);
+}
+
+TEST(Attention, DecodePacksAKeyValueHeadsQueriesAndReadsItsCacheOnce) {
+  // One new token per sequence (decode), 8 query heads sharing one KV head:
+  // the 8 queries of a (sequence, KV head) are one block's rows, so the
+  // cached keys and values are read once, not once per query head, and the
+  // next sequence's first blocks load under this one's last (the extra
+  // loads after the last sequence: its Q and three of its four 1024-row
+  // blocks). Q and O move in bf16's 16-row tiles, twice the 8 queries.
+  AttentionShape s;
+  s.batch = 64;
+  s.heads = 8;
+  s.kv_heads = 1;
+  s.q_len = 1;
+  s.kv_len = 2048;
+  const std::string text = tpusim::testing::te_attention_module(s, false);
+  const double kv = 2.0 * 64 * 2048 * 128 * 2, q = 64.0 * 8 * 128 * 2;  // K + V; Q (= O) bytes
+  const ChipConfig c = tpusim::testing::preset("v6e");
+  const KernelRun r = run(text, "v6e");
+  EXPECT_GE(r.mxu_flops, model_flops(text));
+  EXPECT_GE(r.hbm_bytes, kv + 2 * q);
+  EXPECT_LE(r.hbm_bytes, kv * (1 + 0.75 / 64) + 4 * q * (1 + 1.0 / 64));
+  // Never faster than streaming the cache; the blocks' DMA latency keeps it within 4x of that.
+  EXPECT_GE(r.seconds, kv / c.hbm.bandwidth);
+  EXPECT_LE(r.seconds, 4 * kv / c.hbm.bandwidth);
 }
 
 TEST(Attention, EveryFormVerifiesOnChipsWithAndWithoutBf16Alus) {
