@@ -1,0 +1,144 @@
+"""workloads/gen/serving_step.py: the steady-state step of fixed-length requests (counted by hand),
+the inference.csv rows it generates and the reasons it gives for the others, and the module's
+structure (per layer: four projections, two attention kernels, two all-reduces, four in-place
+cache writes; no dead instruction).
+
+With --tpusim: the module's FLOPs (`tpusim analyze`) against the projections', the attention's
+and the logits' FLOPs counted by hand, and the decode kernel's HBM traffic: the cached keys and
+values are read once per key/value head (the query heads sharing one are packed), so going from
+8 key/value heads to 1 (the same query heads) cuts the attention's HBM bytes about 8x."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SRC = None
+TPUSIM = None
+
+SMALL = dict(emb=512, heads=8, kv_heads=2, head_dim=64, mlp=1024, layers=3, vocab=2048, mlp_matrices=3, tied=False)
+
+
+def dead(text):
+    defs = re.findall(r"^\s*(ROOT )?%([\w.\-]+) = [^\n]*?\b([a-z\-]+)\(", text, re.M)
+    return [n for root, n, op in defs if not root and op not in ("parameter", "get-tuple-element")
+            and len(re.findall("%" + re.escape(n) + r"(?![\w.\-])", text)) < 2]
+
+
+class ServingStep(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
+        import maxtext_step
+        import serving_step
+        self.s = serving_step
+        self.rows = maxtext_step.read_rows(os.path.join(SRC, "tests", "validation", "refs", "hw", "inference.csv"))
+
+    def test_steady_state_step(self):
+        # 64 requests of 1000 + 1000 tokens: each decodes one token a step and is prefilled once every 1000
+        # steps (1000 prompt tokens), so 64 prefill tokens a step; decode context 1000 + 1000/2, prompt 1000/2.
+        st = self.s.StepShape(64, 1000, 1000, 512)
+        self.assertEqual((st.decode, st.prefill, st.tokens, st.decode_ctx, st.prefill_ctx), (64, 64, 128, 1500, 500))
+        # prompts 4x the output: 4 prefill tokens per decode token, clipped to the token budget
+        st = self.s.StepShape(64, 2000, 500, 512)
+        self.assertEqual((st.decode, st.prefill, st.decode_ctx), (64, 256, 2250))
+        self.assertEqual(self.s.StepShape(400, 1000, 1000, 512).prefill, 112)
+        with self.assertRaises(ValueError):
+            self.s.StepShape(600, 1000, 1000, 512)
+
+    def test_rows(self):
+        fixed = [i for i, r in enumerate(self.rows) if self.s.supported(r) is None]
+        self.assertEqual([self.rows[i]["model"] for i in fixed], ["llama-3.3-70b", "llama-3.3-70b"])
+        for i in fixed:
+            f = self.s.row_fields(self.rows[i])
+            self.assertEqual((f["input_len"], f["output_len"], f["token_budget"], f["tp"]), (1000, 1000, 512, 8))
+            self.assertEqual(self.rows[i]["unit"], "ms")
+        for r in self.rows:
+            if not r["serving"]:
+                self.assertIn("variable request lengths", self.s.supported(r))
+
+    def test_module_structure(self):
+        L = SMALL["layers"]
+        text = self.s.Server(dict(SMALL), 2, self.s.StepShape(4, 16, 16, 64)).build()
+        self.assertEqual(dead(text), [])
+        self.assertEqual(len(re.findall(r" all-reduce\(", text)), 2 * L + 1)  # two per layer, the embedding
+        self.assertEqual(len(re.findall(r" dot\(", text)), 4 * L + 1)  # QKV, O, gate/up, down; the logits
+        self.assertEqual(text.count("te_fused_attn_forward_ffi"), 2 * L)  # decode and prefill
+        self.assertEqual(len(re.findall(r" dynamic-update-slice\(", text)), 4 * L)  # K and V into two caches
+        self.assertEqual(len(re.findall(r" all-gather\(", text)), 1)  # the logits
+        # decode tokens only (no prompt to prefill): one kernel per layer
+        text = self.s.Server(dict(SMALL), 2, self.s.StepShape(4, 0, 16, 64)).build()
+        self.assertEqual(dead(text), [])
+        self.assertEqual(text.count("te_fused_attn_forward_ffi"), L)
+
+    def test_refuses_what_it_does_not_model(self):
+        with self.assertRaises(ValueError):
+            self.s.Server(dict(SMALL), 3, self.s.StepShape(4, 16, 16, 64))  # 8 heads over 3 devices
+        with self.assertRaises(ValueError):
+            self.s.Server(dict(SMALL, mlp_matrices=2), 2, self.s.StepShape(4, 16, 16, 64))
+
+
+@unittest.skipIf(TPUSIM is None and "--tpusim" not in " ".join(sys.argv), "needs --tpusim")
+class ServingStepSimulated(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
+        import serving_step
+        self.s = serving_step
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def module(self, dims, tp, shape, name):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(self.s.Server(dims, tp, shape).build())
+        return path
+
+    def analyze(self, path):
+        out = subprocess.run([TPUSIM, "analyze", path, "--chip", "v6e", "--format", "json"], check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out)
+
+    def test_flops(self):
+        d, tp = dict(SMALL), 2
+        st = self.s.StepShape(8, 64, 64, 128)
+        D, HD, L = d["emb"], d["head_dim"], d["layers"]
+        HL, KVL, FL, VL = d["heads"] // tp, d["kv_heads"] // tp, d["mlp"] // tp, d["vocab"] // tp
+        T, C, P = st.tokens, st.decode, st.prefill
+        proj = 2 * T * (D * (HL + 2 * KVL) * HD + HL * HD * D + D * 2 * FL + FL * D)
+        attention = 4 * HL * HD * (C * 1 * st.decode_ctx + P * st.prefill_ctx)  # QK^T and PV, unmasked
+        want = L * (proj + attention) + 2 * C * D * VL
+        got = self.analyze(self.module(d, tp, st, "flops.hlo"))["total"]["flops"]
+        # The rest is elementwise work (norms, RoPE, SwiGLU, the greedy max): positive and small.
+        self.assertGreaterEqual(got, want)
+        self.assertLess(got, 1.05 * want)
+
+    def test_decode_attention_reads_each_key_value_head_once(self):
+        # Decode only, one layer, 8 query heads; 8 key/value heads (one per query head) against 1 (all
+        # sharing it): the cache is 8x smaller, and the packed kernel reads it once, so the kernels' HBM
+        # bytes fall about 8x (the queries and outputs, the same in both, are a small rest).
+        d = dict(SMALL, layers=1, heads=8)
+        st = self.s.StepShape(32, 0, 2048, 64)
+        bytes_of = {}
+        for kv in (8, 1):
+            path = self.module(dict(d, kv_heads=kv), 1, st, f"kv{kv}.hlo")
+            out = subprocess.run([TPUSIM, "run", path, "--chip", "v6e", "--format", "json", "-q"], check=True,
+                                 capture_output=True, text=True).stdout
+            ops = json.loads(out)["ops"]
+            bytes_of[kv] = sum(o["hbm_bytes"] for o in ops if o["name"].startswith("custom-call"))
+            cache = 2 * 32 * st.decode_ctx * kv * d["head_dim"] * 2  # K and V, bf16
+            self.assertGreaterEqual(bytes_of[kv], cache)
+        self.assertGreater(bytes_of[8] / bytes_of[1], 6.5)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--source", required=True)
+    p.add_argument("--tpusim")
+    a, rest = p.parse_known_args()
+    SRC = a.source
+    TPUSIM = a.tpusim
+    unittest.main(argv=[sys.argv[0]] + rest)
