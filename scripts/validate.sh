@@ -65,6 +65,8 @@ else
   [ "${VALIDATE_QUICK:-0}" = "1" ] && train_args=(--quick)
   python3 scripts/validate_train.py "$TPUSIM" "${train_args[@]}" -o out/validate_train.json || status=1
 fi
+# LLM serving steps against measured TPUs (every fixed-length row; a few seconds each).
+python3 scripts/validate_serving.py "$TPUSIM" -o out/validate_serving.json || status=1
 # Internal consistency: full vs symmetric multi-chip mode on the tp8 layer
 # (v5p, 8 and 16 chips; tests/sim/spmd_test.cpp checks 64 as well).
 for sys in 8 4x4; do
