@@ -44,6 +44,9 @@ class DotLowering {
     split_ = cores_ > 1;
   }
 
+  // The chosen tiling's estimated time (dot_cost), nothing emitted.
+  double estimate() const { return choose().time_s; }
+
   void run() {
     // Many independent batch elements: one batch element's program inside
     // `repeat B` (same bytes and timing per element; the HBM tiles of
@@ -787,7 +790,119 @@ class DotLowering {
 
 }  // namespace
 
+namespace {
+
+// The f32 operands a dot multiplies as bf16: the MXU has no f32 rate (each
+// loaded tile is converted on the VPU) or runs f32 at the bf16 rate (XLA's
+// DEFAULT precision: one bf16 pass). Either way an f32 tile takes twice a
+// bf16 tile's HBM bytes and VMEM room, so the tiles are smaller and each
+// re-read costs twice as much, while a bf16 copy gives the same products.
+struct PreConvert {
+  bool lhs = false, rhs = false;
+};
+
+PreConvert f32_operands(const Ctx& c, const DotSpec& d) {
+  const MxuConfig& mxu = c.chip.core.mxu;
+  const bool as_bf16 = mxu_stream_dtype(mxu, isa::DType::kF32) == isa::DType::kBf16 ||
+                       isa::mxu_rate(mxu.rate, isa::DType::kF32) == isa::mxu_rate(mxu.rate, isa::DType::kBf16);
+  const auto narrowed = [&](const Array& a, const std::optional<isa::DType>& op) {
+    return as_bf16 && !op && a.dtype == isa::DType::kF32;
+  };
+  return {narrowed(d.lhs, d.lhs_operand), narrowed(d.rhs, d.rhs_operand)};
+}
+
+// Rows per chunk of the convert pass: the most whose two slots (f32 in,
+// bf16 out) fit the VMEM budget, a multiple of the f32 row tiling.
+std::int64_t convert_chunk_rows(const Ctx& c, const Array& a) {
+  const std::int64_t align = c.row_align(isa::DType::kF32);
+  std::int64_t r = a.rows;
+  const auto fits = [&](std::int64_t rows) {
+    return 2 * (c.vmem_footprint(isa::DType::kF32, rows, a.cols) + c.vmem_footprint(isa::DType::kBf16, rows, a.cols)) <=
+           c.vmem_budget();
+  };
+  while (r > align && !fits(r)) r = std::max(align, round_up(r / 2, align));
+  return fits(r) ? r : 0;
+}
+
+// Seconds the convert pass over `a` keeps the HBM busy (read f32, write
+// bf16, whole rows), plus a kernel's start-up and one access latency.
+double convert_seconds(const Ctx& c, const Array& a) {
+  const HbmConfig& hbm = c.chip.hbm;
+  const double in = static_cast<double>(a.rows * a.cols) * 4, out = in / 2;
+  const double per_byte = hbm_seconds_per_byte(hbm, hbm_tile(isa::DType::kF32, a.rows, a.cols, a.cols, true));
+  return (in + out) * per_byte + c.chip.core.sequencer.kernel_overhead + 2 * hbm.latency;
+}
+
+// A separate pass writing `src` (f32) as a bf16 array, in chunks of rows
+// through two VMEM slots: chunk i+1 loads while chunk i is converted on the
+// VPU and written back.
+Array emit_convert_pass(Ctx& c, const Array& src, const std::string& name, std::int64_t chunk) {
+  const Array dst = c.hbm_array(name, hlo::Shape(hlo::ElementType::kBF16, {src.rows, src.cols}));
+  const std::int64_t n = ceil_div(src.rows, chunk);
+  const std::array<isa::SemRef, 2> ld{c.sem("cvt.ld0"), c.sem("cvt.ld1")}, st{c.sem("cvt.st0"), c.sem("cvt.st1")};
+  std::array<std::uint32_t, 2> in{}, out{};
+  for (std::size_t s = 0; s < 2; ++s) {
+    in[s] = c.vmem("cvt.in", isa::DType::kF32, chunk, src.cols);
+    out[s] = c.vmem("cvt.out", isa::DType::kBf16, chunk, src.cols);
+  }
+  const auto rows_of = [&](std::int64_t i) { return std::min(chunk, src.rows - i * chunk); };
+  c.kernel_start();
+  c.dma(c.tile(in[0], 0, rows_of(0), 0, src.cols), c.tile(src.buffer, 0, rows_of(0), 0, src.cols), ld[0]);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto s = static_cast<std::size_t>(i % 2);
+    const std::int64_t r = rows_of(i);
+    if (i + 1 < n) {
+      const std::int64_t rn = rows_of(i + 1);
+      c.dma(c.tile(in[1 - s], 0, rn, 0, src.cols), c.tile(src.buffer, (i + 1) * chunk, rn, 0, src.cols), ld[1 - s]);
+    }
+    c.wait(ld[s], 1);
+    if (i >= 2) c.wait(st[s], 1);  // chunk i-2's write-back read this slot
+    c.emit(isa::VpuElementwise{isa::VpuOp::kConvert, c.tile(out[s], 0, r, 0, src.cols), c.tile(in[s], 0, r, 0, src.cols),
+                               {}, {}, 0});
+    c.dma(c.tile(dst.buffer, i * chunk, r, 0, src.cols), c.tile(out[s], 0, r, 0, src.cols), st[s]);
+  }
+  c.wait(st[0], 1);  // each slot's last write-back (the loop waited for the others)
+  if (n >= 2) c.wait(st[1], 1);
+  return dst;
+}
+
+}  // namespace
+
 void lower_dot(Ctx& ctx, const DotSpec& d) {
+  // f32 operands of a bf16 MXU pass: converted inside the dot, tile by tile,
+  // or first by a pass of their own (read once as f32, written as bf16) when
+  // the dot's estimate with bf16 operands plus that pass is lower, as a
+  // compiler free to fuse the convert or not would choose. One TensorCore,
+  // unbatched dots.
+  const PreConvert pc = f32_operands(ctx, d);
+  if ((pc.lhs || pc.rhs) && ctx.opt.cores <= 1 && d.batch == 1 && d.lhs_batch.empty() && d.rhs_batch.empty()) {
+    DotSpec bf = d;
+    double pass_s = 0;
+    const std::int64_t lchunk = pc.lhs ? convert_chunk_rows(ctx, d.lhs) : 0;
+    const std::int64_t rchunk = pc.rhs ? convert_chunk_rows(ctx, d.rhs) : 0;
+    if ((!pc.lhs || lchunk > 0) && (!pc.rhs || rchunk > 0)) {
+      if (pc.lhs) {
+        bf.lhs.dtype = isa::DType::kBf16;
+        pass_s += convert_seconds(ctx, d.lhs);
+      }
+      if (pc.rhs) {
+        bf.rhs.dtype = isa::DType::kBf16;
+        pass_s += convert_seconds(ctx, d.rhs);
+      }
+      const double fused = DotLowering(ctx, d).estimate(), separate = DotLowering(ctx, bf).estimate() + pass_s;
+      if (separate < fused) {
+        if (pc.lhs) bf.lhs = emit_convert_pass(ctx, d.lhs, d.name + ".lhs.bf16", lchunk);
+        if (pc.rhs) bf.rhs = emit_convert_pass(ctx, d.rhs, d.name + ".rhs.bf16", rchunk);
+        ctx.report.tilings.push_back(fmt::format("{}: f32 {} converted to bf16 by a pass of their own first "
+                                                 "(estimated {:.4g} us with the pass, {:.4g} us converting each tile)",
+                                                 d.name, pc.lhs && pc.rhs ? "lhs and rhs" : pc.lhs ? "lhs" : "rhs",
+                                                 separate * 1e6, fused * 1e6));
+        DotLowering l(ctx, bf);
+        l.run();
+        return;
+      }
+    }
+  }
   DotLowering l(ctx, d);
   l.run();
 }
