@@ -8,9 +8,10 @@
 // puts between its -start and -done run meanwhile and keep their own time.
 // It is charged only where the core waits for it: the gap before the next
 // instruction starts (the sequencer stalled at the -done), and the
-// program's end. With several collectives in flight the gap goes to the
-// first of them to complete when (or after) the core resumes: the one it
-// waited for. Plain C++, no SystemC.
+// program's end. With several collectives in flight, those completing
+// inside the gap take it up to their completion, in order, and the rest
+// goes to the first to complete when (or after) the core resumes: the one
+// it waited for. Plain C++, no SystemC.
 #pragma once
 
 #include <array>
@@ -48,6 +49,9 @@ class Retirement {
   [[nodiscard]] double collective_done() const { return collective_done_s_; }
 
  private:
+  // The core waited from retired_until() to `gap_end` for collectives in flight.
+  void charge_wait(double gap_end, std::vector<ProvenanceStats>& rows);
+
   double retired_until_s_ = 0;
   double collective_done_s_ = 0;
   std::uint32_t collective_prov_ = 0;  // the collective completing last

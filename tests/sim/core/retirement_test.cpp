@@ -54,5 +54,18 @@ TEST(Retirement, TheGapGoesToTheFirstCollectiveToCompleteAfterIt) {
   EXPECT_DOUBLE_EQ(total(rows), 70);
 }
 
+TEST(Retirement, ACollectiveChainWithNothingBetweenGivesEachItsOwnTime) {
+  // Four collectives issued back to back (the ops between them reused, not
+  // simulated) and run one after another on the links: each is charged from
+  // the previous one's completion to its own, not the whole chain to the last.
+  std::vector<ProvenanceStats> rows(5);
+  Retirement r;
+  r.retire(0, 10, false, 0, rows);
+  for (std::uint32_t k = 1; k <= 4; ++k) r.retire(10, 10 + 76.0 * k, true, k, rows);
+  r.finish(10 + 76.0 * 4, rows);
+  for (std::uint32_t k = 1; k <= 4; ++k) EXPECT_DOUBLE_EQ(rows[k].attributed_s, 76) << k;
+  EXPECT_DOUBLE_EQ(total(rows), 10 + 76.0 * 4);
+}
+
 }  // namespace
 }  // namespace tpusim
