@@ -38,6 +38,14 @@ def expand_iota(groups):
     return [ids[j * size:(j + 1) * size] for j in range(g)]
 
 
+def dead(text):
+    """Instructions of an HLO module's text that nothing reads (the ROOTs, parameters and tuple reads aside)."""
+    import re
+    defs = re.findall(r"^\s*(ROOT )?%([\w.\-]+) = [^\n]*?\b([a-z\-]+)\(", text, re.M)
+    return [n for root, n, op in defs if not root and op not in ("parameter", "get-tuple-element")
+            and len(re.findall("%" + re.escape(n) + r"(?![\w.\-])", text)) < 2]
+
+
 class MaxTextStep(unittest.TestCase):
     def setUp(self):
         sys.path.insert(0, os.path.join(SRC, "workloads", "gen"))
@@ -92,10 +100,6 @@ class MaxTextStep(unittest.TestCase):
         import re
         import maxtext_hlo
 
-        def dead(text):
-            defs = re.findall(r"^\s*(ROOT )?%([\w.\-]+) = [^\n]*?\b([a-z\-]+)\(", text, re.M)
-            return [n for root, n, op in defs if not root and op not in ("parameter", "get-tuple-element")
-                    and len(re.findall("%" + re.escape(n) + r"(?![\w.\-])", text)) < 2]
         small = dict(emb=512, heads=4, kv_heads=4, head_dim=128, mlp=2048, mlp_matrices=2, layers=2, vocab=1024)
         llama = dict(small, kv_heads=2, mlp_matrices=3, tied=False, iota_embed=False)
         gpt3 = dict(small, activation="gelu", rope=False)

@@ -16,16 +16,15 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from maxtext_step_test import dead  # noqa: E402
+
 SRC = None
 TPUSIM = None
 
 SMALL = dict(emb=512, heads=8, kv_heads=2, head_dim=64, mlp=1024, layers=3, vocab=2048, mlp_matrices=3, tied=False)
 
 
-def dead(text):
-    defs = re.findall(r"^\s*(ROOT )?%([\w.\-]+) = [^\n]*?\b([a-z\-]+)\(", text, re.M)
-    return [n for root, n, op in defs if not root and op not in ("parameter", "get-tuple-element")
-            and len(re.findall("%" + re.escape(n) + r"(?![\w.\-])", text)) < 2]
 
 
 class ServingStep(unittest.TestCase):
