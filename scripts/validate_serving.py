@@ -36,6 +36,10 @@ def main():
     p.add_argument("-o", "--output", default="-")
     a = p.parse_args()
     rows = maxtext_step.read_rows(a.csv)
+    bad = serving_step.row_errors(a.csv, rows)
+    if bad:
+        sys.stderr.write("\n".join(f"error: {b}" for b in bad) + "\n")
+        return 2
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, r in enumerate(rows):

@@ -58,6 +58,26 @@ class ServingStep(unittest.TestCase):
             if not r["serving"]:
                 self.assertIn("variable request lengths", self.s.supported(r))
 
+    def test_malformed_serving_columns_are_named_errors(self):
+        full = "concurrency=64;input_len=1000;output_len=1000;token_budget=512;tp=8"
+        self.assertEqual(self.s.row_fields({"serving": full})["tp"], 8)
+        self.assertEqual(self.s.row_fields({"serving": ""}), {})
+        for text, want in ((full.replace("=64", "=6x4"), "concurrency=6x4 is not a positive integer"),
+                           (full.replace("tp=8", "tp=0"), "tp=0 is not a positive integer"),
+                           (full + ";batch=3", "'batch=3' is not one of"),
+                           ("concurrency=64;tp=8", "missing input_len, output_len, token_budget")):
+            with self.assertRaises(ValueError) as err:
+                self.s.row_fields({"serving": text})
+            self.assertIn(want, str(err.exception))
+        # the data row's line in the file: comment lines and the header counted
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad.csv")
+            with open(path, "w") as f:
+                f.write("# a comment\nmodel,serving\nx,\ny,concurrency=two\n")
+            rows = [{"model": "x", "serving": ""}, {"model": "y", "serving": "concurrency=two"}]
+            self.assertEqual(self.s.row_errors(path, rows),
+                             [f"{path}:4: serving: concurrency=two is not a positive integer"])
+
     def test_module_structure(self):
         L = SMALL["layers"]
         text = self.s.Server(dict(SMALL), 2, self.s.StepShape(4, 16, 16, 64)).build()

@@ -234,13 +234,26 @@ class Server:
 
 
 # ---------------- the rows of tests/validation/refs/hw/inference.csv ----------------
+SERVING_KEYS = ("concurrency", "input_len", "output_len", "token_budget", "tp")
+
+
 def row_fields(row):
     """{key: value} of the row's `serving` column (key=value;... : concurrency, input_len, output_len,
-    token_budget, tp)."""
+    token_budget, tp; each a positive integer); {} when the column is empty. Raises ValueError naming
+    what is wrong."""
     out = {}
-    for part in filter(None, (p.strip() for p in row.get("serving", "").split(";"))):
-        k, _, v = part.partition("=")
-        out[k.strip()] = int(v)
+    text = row.get("serving") or ""
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        k, eq, v = part.partition("=")
+        k = k.strip()
+        if not eq or k not in SERVING_KEYS:
+            raise ValueError(f"serving: '{part}' is not one of {', '.join(k + '=N' for k in SERVING_KEYS)}")
+        if not v.strip().isdigit() or int(v) <= 0:
+            raise ValueError(f"serving: {k}={v.strip()} is not a positive integer")
+        out[k] = int(v)
+    missing = [k for k in SERVING_KEYS if k not in out]
+    if out and missing:
+        raise ValueError(f"serving: missing {', '.join(missing)}")
     return out
 
 
@@ -254,6 +267,20 @@ def supported(row):
     if row["dtype"] != "bf16":
         return f"dtype {row['dtype']}: only bf16 serving steps are generated"
     return None
+
+
+def row_errors(path, rows):
+    """'path:line: message' for each row whose `serving` column does not parse (the data rows' line numbers
+    count the file's comment and header lines)."""
+    with open(path) as f:
+        first = next(i for i, line in enumerate(f, start=1) if not line.startswith("#")) + 1
+    out = []
+    for i, r in enumerate(rows):
+        try:
+            row_fields(r)
+        except ValueError as err:
+            out.append(f"{path}:{first + i}: {err}")
+    return out
 
 
 def row_server(row):
@@ -280,6 +307,9 @@ def main():
     p.add_argument("-o", "--output", default="-")
     a = p.parse_args()
     rows = maxtext_step.read_rows(a.csv)
+    bad = row_errors(a.csv, rows)
+    if bad:
+        p.error("\n".join(bad))
     if a.list:
         for i, r in enumerate(rows):
             why = supported(r)
