@@ -1113,6 +1113,7 @@ class Lowerer {
     std::int64_t blocks = 1, rows_per_block = 1;
     for (int d = 0; d <= k; ++d) blocks *= std::max<std::int64_t>(1, us.dim(d));
     for (int d = k + 1; d + 1 < n; ++d) rows_per_block *= std::max<std::int64_t>(1, us.dim(d));
+    if (blocks > 1 && strided_update(x, base_i, upd_i, us, k)) return true;
     if (blocks > c_.opt.update_in_place_max_blocks) return false;  // many tiny DMAs: stream a copy instead
     const Array a = leaf0(x, base_i);
     Array u = leaf0(x, upd_i);
@@ -1165,6 +1166,50 @@ class Lowerer {
     c_.note(x, NoteKind::kLowered,
             "in place: " + std::to_string(blocks) + " tile(s) of " + std::to_string(rows_per_block) + " x " +
                 std::to_string(cols) + " written into the operand's buffer (dynamic start indices timed at 0)");
+    return true;
+  }
+
+  // An update whose only partial dim is k (every dim before it full, every
+  // dim after it full by k's definition) is one strided region: per index of
+  // the leading dims, us[k] x (dims after k) contiguous elements, equally
+  // spaced. One DMA of it (a strided descriptor) stages the update, one
+  // writes it in place, instead of one pair per block (a decode step's new
+  // key per sequence into its cache: one strided DMA, not a DMA per
+  // sequence). False when the staging tile does not fit the VMEM budget or
+  // the shapes do not allow it (the caller then moves blocks).
+  bool strided_update(const Instruction& x, std::size_t base_i, std::size_t upd_i, const hlo::Shape& us, int k) {
+    const Instruction& base = *x.operand(base_i);
+    const hlo::Shape& ds = base.shape();
+    const int n = ds.rank();
+    if (k < 0) return false;
+    std::int64_t outer = 1, inner = 1;
+    for (int d = 0; d < k; ++d) {
+      if (us.dim(d) != ds.dim(d)) return false;
+      outer *= std::max<std::int64_t>(1, ds.dim(d));
+    }
+    for (int d = k + 1; d < n; ++d) inner *= std::max<std::int64_t>(1, ds.dim(d));
+    const Array a = leaf0(x, base_i);
+    const Array u = leaf0(x, upd_i);
+    const std::int64_t width = stored_type(us.element_type()).width;
+    const std::int64_t ucols = std::max<std::int64_t>(1, us.dim(k)) * inner * width;
+    const std::int64_t acols = std::max<std::int64_t>(1, ds.dim(k)) * inner * width;
+    if (u.dtype != a.dtype || u.rows * u.cols != outer * ucols || a.rows * a.cols != outer * acols) return false;
+    if (c_.vmem_footprint(u.dtype, outer, ucols) > c_.vmem_budget()) return false;
+    vals_[&x] = operand(x, base_i);  // the result is the operand's buffer
+    section(x, false);
+    if (c_.opt.core == 0) {  // megacore: a small update, on core 0
+      const Array av = c_.view(a, outer, acols), uv = c_.view(u, outer, ucols);
+      const isa::SemRef sem = c_.sem("dus");
+      const std::uint32_t staged = c_.vmem("dus.update", u.dtype, outer, ucols);
+      c_.dma(c_.whole(staged), c_.tile(uv.buffer, 0, outer, 0, ucols), sem);
+      c_.wait(sem, 1);
+      c_.dma(c_.tile(av.buffer, 0, outer, 0, ucols), c_.whole(staged), sem);
+      c_.wait(sem, 1);
+    }
+    c_.note(x, NoteKind::kLowered,
+            fmt::format("in place: {} runs of {} elements, {} apart, written into the operand's buffer by one strided "
+                        "DMA through VMEM (dynamic start indices timed at 0)",
+                        outer, ucols / width, acols / width));
     return true;
   }
 
