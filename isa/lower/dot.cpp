@@ -891,8 +891,13 @@ void lower_dot(Ctx& ctx, const DotSpec& d) {
       }
       const double fused = DotLowering(ctx, d).estimate(), separate = DotLowering(ctx, bf).estimate() + pass_s;
       if (separate < fused) {
+        // Each pass waits for all its DMAs: its VMEM slots are free again
+        // for the next pass and for the dot's tiles.
+        const std::int64_t mark = ctx.vmem_used();
         if (pc.lhs) bf.lhs = emit_convert_pass(ctx, d.lhs, d.name + ".lhs.bf16", lchunk);
+        ctx.vmem_rewind(mark);
         if (pc.rhs) bf.rhs = emit_convert_pass(ctx, d.rhs, d.name + ".rhs.bf16", rchunk);
+        ctx.vmem_rewind(mark);
         ctx.report.tilings.push_back(fmt::format("{}: f32 {} converted to bf16 by a pass of their own first "
                                                  "(estimated {:.4g} us with the pass, {:.4g} us converting each tile)",
                                                  d.name, pc.lhs && pc.rhs ? "lhs and rhs" : pc.lhs ? "lhs" : "rhs",
