@@ -93,10 +93,8 @@ class Server:
         self.m = Module()
         self.m.counters.update(REGION_COUNTERS)
         self.groups = "{{" + ",".join(map(str, range(tp))) + "}}"
-        self.collectives = []  # (kind, bytes per device, where)
 
-    def all_reduce(self, e, v, where):
-        self.collectives.append(("all-reduce", 2 * math.prod(v.dims), where))
+    def all_reduce(self, e, v):
         return e.op("all-reduce", v.shape, [v], f"channel_id={self.m.next_channel()}, replica_groups={self.groups}, "
                     "use_global_device_ids=true, to_apply=%add")
 
@@ -175,7 +173,7 @@ class Server:
             flat = [f.op("reshape", bf(math.prod(x.dims[:2]), HL * HD), [x]) for x in p]
             return flat[0] if len(flat) == 1 else f.op("concatenate", bf(T, HL * HD), flat, "dimensions={0}")
         attn = self.m.fusion(e, "kLoop", "loop_concatenate_fusion", parts, join, None)
-        o = self.all_reduce(e, dot(e, attn, W["wo"], (T, D), (1,), (0,)), "attention output projection")
+        o = self.all_reduce(e, dot(e, attn, W["wo"], (T, D), (1,), (0,)))
         x = self.m.fusion(e, "kLoop", "loop_add_fusion", [x, o], lambda f, p: f.add(p[0], p[1]), None)
         xn = self.norm(e, x, W["mlp_norm"])
         gu = dot(e, xn, W["w_gate_up"], (T, 2 * FL), (1,), (0,))
@@ -185,7 +183,7 @@ class Server:
             u = f.convert(f.op("slice", bf(T, FL), [p[0]], f"slice={{[0:{T}], [{FL}:{2 * FL}]}}"), F32)
             return f.convert(f.mul(f.mul(g, f.un("logistic", g)), u), BF16)
         h = self.m.fusion(e, "kLoop", "loop_multiply_fusion", [gu], swiglu, None)
-        down = self.all_reduce(e, dot(e, h, W["w_down"], (T, D), (1,), (0,)), "MLP down projection")
+        down = self.all_reduce(e, dot(e, h, W["w_down"], (T, D), (1,), (0,)))
         return self.m.fusion(e, "kLoop", "loop_add_fusion", [x, down], lambda f, p: f.add(p[0], p[1]), None)
 
     def build(self):
@@ -215,7 +213,7 @@ class Server:
                         f"start_index_map={{0}}, index_vector_dim=1, slice_sizes={{1,{D}}}")
             mine = f.op("compare", ("pred", (T,)), [p[1], f.const(str(VL), S32, (T,))], "direction=LT")
             return f.op("select", bf(T, D), [f.bcast(mine, (T, D), (0,)), rows, f.const("0", BF16, (T, D))])
-        x = self.all_reduce(e, m.fusion(e, "kLoop", "loop_select_fusion", [table, tokens], embed, None), "embedding")
+        x = self.all_reduce(e, m.fusion(e, "kLoop", "loop_select_fusion", [table, tokens], embed, None))
         for W in layers:
             x = self.layer(e, x, W, cos, sin)
 
@@ -223,7 +221,6 @@ class Server:
         xd = e.op("slice", bf(C, D), [x], f"slice={{[0:{C}], [0:{D}]}}") if P else x
         xn = self.norm(e, xd, final_norm)
         logits = dot(e, xn, lm_head, (C, VL), (1,), (0,), dtype=F32)
-        self.collectives.append(("all-gather", 4 * C * VL * self.tp, "logits"))
         gathered = e.op("all-gather", (F32, (C, VL * self.tp)), [logits], f"channel_id={m.next_channel()}, "
                         f"replica_groups={self.groups}, dimensions={{1}}, use_global_device_ids=true")
         best = m.fusion(e, "kInput", "input_reduce_fusion", [gathered],
