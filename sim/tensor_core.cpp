@@ -68,6 +68,15 @@ struct TensorCore::Unit {
   std::uint64_t collective = 0;  // ICI: the ordinal of the collective being executed
   bool idle = false;  // waiting for its queue to fill
   double taken_at = kNotTaken;  // ICI: when it took the collective it waits in
+  // DMA: the transfers this engine has issued whose data is still arriving,
+  // in order (complete_transfers signals their semaphores).
+  struct InFlight {
+    double done_at;
+    std::uint32_t pc;
+  };
+  std::deque<InFlight> in_flight;
+  CoSignal issued;  // a transfer joined in_flight
+  double last_done = 0;  // the latest completion this engine has issued
   UnitCounters counters;
   Stat* flops = nullptr;  // MXU, VPU
   Stat* bytes = nullptr;  // DMA
@@ -150,7 +159,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const ChipConfig& chip, con
     sc_core::sc_spawn([this] { sched_->run(); }, "scheduler");
   }
   sched_->spawn(sequencer());
-  for (auto& u : units_) sched_->spawn(run_unit(*u));
+  for (auto& u : units_) {
+    sched_->spawn(run_unit(*u));
+    if (u->kind == isa::Unit::kDma) sched_->spawn(complete_transfers(*u));
+  }
 }
 
 TensorCore::~TensorCore() = default;
@@ -503,18 +515,38 @@ CoTask TensorCore::run_unit(Unit& u) {
       e = execute(u, inst, dyn(id));
     }
     if (!error_.empty()) co_return;
+    // An engine completes its transfers in order.
+    if (u.kind == isa::Unit::kDma) e.done = std::max(e.done, u.last_done - t);
     const double done_at = record(u, inst, id, t, e, section);
     if (CoreScheduler::has_waiters(any_started_)) sched_->notify(any_started_);
     retire();
+    // A DMA engine is free once it has issued its transfer's requests; the
+    // data arrives (and the semaphore is signalled) an HBM latency or more
+    // later, while the engine issues its next transfer (complete_transfers).
+    if (u.kind == isa::Unit::kDma) {
+      u.last_done = done_at;
+      u.in_flight.push_back(Unit::InFlight{done_at, pc});
+      if (CoreScheduler::has_waiters(u.issued)) sched_->notify(u.issued);
+    }
     co_await until(t + e.free);
-    // Asynchronous units signal their semaphore when the transfer completes.
-    if (u.kind == isa::Unit::kDma || u.kind == isa::Unit::kIci) {
+    // A collective signals its semaphore when it completes.
+    if (u.kind == isa::Unit::kIci) {
       co_await until(done_at);
       signal_semaphore(inst);
     }
     u.queue.pop_front();
     for (std::uint32_t k = 0; k < entry.deps; ++k) u.dep_ids.pop_front();
     if (CoreScheduler::has_waiters(any_popped_)) sched_->notify(any_popped_);
+  }
+}
+
+CoTask TensorCore::complete_transfers(Unit& u) {
+  while (true) {
+    while (u.in_flight.empty()) co_await CoreScheduler::on(u.issued);
+    const Unit::InFlight f = u.in_flight.front();
+    co_await until(f.done_at);
+    u.in_flight.pop_front();
+    signal_semaphore(program_.code[f.pc]);
   }
 }
 
@@ -594,7 +626,9 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
     payload.clear_extension(&ext);
     const double hbm_end = (delay - ahead).to_seconds();
     done = std::max(done, hbm_end);
-    occupy = std::max(occupy, done);
+    // The engine issued its last request an access latency before the last
+    // data arrived (queueing behind other transfers included).
+    occupy = std::max(occupy, hbm_end - chip_.hbm.latency);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
     if (core_trace_) {
       // The device served the transfer in its last transfer_seconds.
@@ -747,7 +781,10 @@ std::uint64_t TensorCore::state_hash() const {
     h ^= v;
     h *= 1099511628211ull;
   };
-  for (const auto& u : units_) mix(u->queue.size() * 2 + (u->mxu.weights_loaded ? 1 : 0));
+  for (const auto& u : units_) {
+    mix(u->queue.size() * 2 + (u->mxu.weights_loaded ? 1 : 0));
+    mix(u->in_flight.size());
+  }
   // Which instructions are in flight, in order: equal counts are not enough
   // (a queue still draining the previous loop's tail has the same length).
   mix(next_dyn_ - retired_);

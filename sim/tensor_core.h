@@ -125,6 +125,9 @@ class TensorCore : public sc_core::sc_module {
   // last rows, the trace's end, the reused sections, the cycle count.
   void finish_program();
   CoTask run_unit(Unit& u);
+  // A DMA engine's completions: signals each in-flight transfer's semaphore
+  // when its data has arrived.
+  CoTask complete_transfers(Unit& u);
   // Queues program_.code[pc] on `u` (which has a free slot).
   void dispatch(std::uint32_t pc, Unit& u);
   Unit& unit_for(const isa::Instruction& inst);

@@ -120,9 +120,10 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   c.lhs_hbm_s = lhs_b * hbm_seconds_per_byte(chip.hbm, lhs_tile) * fleet;
   c.rhs_hbm_s = rhs_b * hbm_seconds_per_byte(chip.hbm, rhs_tile) * fleet;
   c.out_hbm_s = out_b * hbm_seconds_per_byte(chip.hbm, out_tile) * fleet;
-  // A step's operand DMAs also hold their engines for their whole transfer
+  // A step's operand DMAs also take their whole transfer, issue to arrival
   // (dma_hbm_vmem_timing: HBM, VMEM and the engine's outstanding requests,
-  // which cap one engine at dma.outstanding x dma.chunk per latency). Each
+  // which cap one engine at dma.outstanding x dma.chunk per latency): a
+  // slot's next load follows the matmuls that wait for this one's data. Each
   // operand has its own engine when there are two; a tile reloaded less
   // often than every step costs its share of the steps.
   const auto engine_s = [&](const StridedTile& tile, double bytes) {

@@ -20,8 +20,11 @@ OpTiming dma_hbm_vmem_timing(const DmaConfig& dma, const HbmConfig& hbm, const V
   const auto outstanding = static_cast<Bytes>(std::max<std::int64_t>(1, dma.outstanding));
   const Bytes rounds = (requests + outstanding - 1) / outstanding;
   const Cycles window = (rounds - 1) * latency;
-  t.done = latency + std::max({hbm_cycles, vmem_cycles, window});
-  t.issue = t.done;
+  // The engine issues its requests as the outstanding slots free: it is
+  // busy for the transfer's bandwidth time (or its request rounds) and free
+  // for the next transfer while the last requests' data is still on its way.
+  t.issue = std::max<Cycles>(1, std::max({hbm_cycles, vmem_cycles, window}));
+  t.done = latency + t.issue;
   return t;
 }
 

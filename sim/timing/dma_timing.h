@@ -18,8 +18,11 @@ namespace tpusim {
 //   requests = ceil(moved bytes / dma.chunk); at most dma.outstanding in
 //              flight, each round trip costs one latency (Little's law):
 //   window   = (ceil(requests / outstanding) - 1) · latency
-//   done     = latency + max(hbm, vmem, window); issue = done (one engine
-//              is occupied for the whole transfer).
+//   issue    = max(hbm, vmem, window): the engine issues its requests as
+//              outstanding slots free and is then free for its next transfer
+//              (pipelined: the next transfer's requests follow this one's)
+//   done     = latency + issue: the last data arrives one latency after the
+//              last request left.
 OpTiming dma_hbm_vmem_timing(const DmaConfig& dma, const HbmConfig& hbm, const VmemConfig& vmem,
                              double clock_hz, const StridedTile& hbm_tile);
 

@@ -113,6 +113,21 @@ TEST(TensorCore, ConcurrentDmasShareHbmBandwidth) {
   EXPECT_GT(2 * 1048576 / (r.seconds - 300e-9), 0.99 * 819e9);
 }
 
+TEST(TensorCore, OneEnginePipelinesItsTransfers) {
+  // v5e with one DMA engine: 32 reads of 32 KiB (8 rows of f32[1024]). The
+  // engine issues each transfer's requests and takes the next while the data
+  // is on its way, so the run takes one HBM latency plus 32 x 32 KiB at
+  // 819 GB/s (1.28 us), not 32 latencies (9.6 us). The last semaphore signal
+  // comes with the last transfer's data.
+  std::string tasm = ".buffer h hbm f32 [256, 1024]\n.buffer v vmem f32 [256, 1024]\n.semaphore s\n";
+  for (int i = 0; i < 32; ++i) tasm += fmt::format("dma.start dst=v[{0}:{1}, 0:1024] src=h[{0}:{1}, 0:1024] sem=s\n", 8 * i, 8 * i + 8);
+  tasm += "sem.wait sem=s count=32\n";
+  const SimResult r = run(tasm, "v5e", {"core.dma.engines=1"});
+  ASSERT_TRUE(r.finished);
+  const double expect_s = 300e-9 + 32 * 32768 / 819e9;
+  EXPECT_NEAR(r.seconds, expect_s, 0.02 * expect_s);
+}
+
 TEST(TensorCore, DoubleBufferedMatmulStreamIsMxuBound) {
   // v5e MXU 128x128, weights double-buffered: load 128 cycles, then 100
   // matmuls of 128 rows stream back to back (12800 cycles), the last drains
