@@ -430,12 +430,17 @@ class Attention {
             // P V per quarter of the rows (each quarter reuses the loaded V
             // tiles for a quarter of the rows; smaller pieces would reload
             // the weights more often than they stream rows through them).
+            // A block of one piece (short packed queries: decode) puts its
+            // P V on the MXU of its slot, so consecutive blocks' products
+            // alternate the MXUs (on one MXU they would hold its weight
+            // loads while the other idles).
             const std::int64_t quarter = std::max(rows_, round_up(ceil_div(bq, 4), rows_));
+            const std::int64_t first_piece = bq <= quarter ? slot : 0;
             for (std::int64_t r0 = 0; r0 < bq; r0 += quarter) {
               const auto r = [&](const TileRef& t0) {
                 return c_.tile(t0.buffer, t0.row + r0, std::min(quarter, bq - r0), t0.col, t0.cols);
               };
-              product(r(pv[x]), r(p[x]), vb[x], r0 / quarter);                                             // P V
+              product(r(pv[x]), r(p[x]), vb[x], first_piece + r0 / quarter);                               // P V
             }
             pending = slot;
           },
