@@ -438,7 +438,7 @@ TEST(CollectivesTest, IotaReplicaGroupsExpand) {
 namespace hier {
 
 constexpr double kDcnBw = 6.25e9;  // v5p: 50 Gbps per chip (Cloud TPU v5p docs)
-constexpr double kDcnLat = 10e-6;  // the presets' dcn.latency
+constexpr double kDcnLat = 10e-6;  // v5p's dcn.latency
 
 NetworkParams dcn_params() {
   NetworkParams p = params();

@@ -109,9 +109,10 @@ TEST(Spmd, MultisliceAllReduceIsHierarchicalUnlessConfiguredOtherwise) {
   // 2 slices of a v5e 4-ring (8 chips), V = 16 MiB over every chip. auto =
   // hierarchical: RS over ICI 3/4·V/(2w) + 2h = 139.81 + 2 = 141.81 us; DCN
   // RS + AG on V/4 between the 2 peers, each 1/2·(V/4)/3.125e9 + 10 us =
-  // 681.09 us (dcn: 25 Gbps per chip, latency 10 us in the v5e preset);
+  // 681.09 us (dcn: 25 Gbps per chip in the v5e preset, latency set to 10 us);
   // AG over ICI 141.81 us: 1645.8 us, plus the VPU reductions (< 1%).
-  const std::vector<std::string> sets{"system.topology=[4]", "system.wraparound=[true]", "system.slices=2"};
+  const std::vector<std::string> sets{"system.topology=[4]", "system.wraparound=[true]", "system.slices=2",
+                                      "dcn.latency=10us"};
   const json j = run_spmd("v5e", sets, {kAllReduce}, SpmdMode::kFull);
   const double expected = 2 * (0.75 * kV / 9e10 + 2e-6) + 2 * (0.5 * (kV / 4) / 3.125e9 + 10e-6);
   EXPECT_NEAR(step_of(j), expected, 0.02 * expected);
