@@ -523,6 +523,25 @@ ENTRY e {
   EXPECT_LT(r->seconds, 1.1 * (mxu + passes));
 }
 
+// The convert passes' VMEM is given back before the dot's tiles take theirs:
+// with a 64 MiB kernel budget on v6e (128 MiB VMEM), f32 8192^3 converts both
+// operands first, and the passes' chunks (sized to the budget) and the dot's
+// tiles (sized to it as well) would not both fit at once.
+TEST(Lower, F32DotConvertPassesFreeTheirVmemForTheDot) {
+  ChipConfig c = chip("v6e");
+  c.core.vmem.scoped_limit = 64.0 * 1024 * 1024;
+  const auto l = lower_text(R"(HloModule m
+ENTRY e {
+  a = f32[8192,8192] parameter(0)
+  b = f32[8192,8192] parameter(1)
+  ROOT d = f32[8192,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})", c);
+  bool converted = false;
+  for (const auto& b : l.program.buffers) converted = converted || b.name.find(".bf16") != std::string::npos;
+  EXPECT_TRUE(converted);
+  expect_verifies(l.program, c);
+}
+
 // A dot fusion with a residual of the output's shape and a small bias: the
 // residual is read from HBM exactly once (2048 x 2048 bf16 = 8 MiB), in tiles
 // of the output blocks, and nothing of the contraction's inputs is read as an
