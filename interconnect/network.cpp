@@ -1,11 +1,40 @@
 #include "interconnect/network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
 #include <queue>
 
 namespace tpusim::interconnect {
+
+namespace {
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
+
+struct UnionFind {
+  std::vector<std::uint32_t> parent;
+  explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
+  std::uint32_t find(std::uint32_t x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];
+      x = parent[x];
+    }
+    return x;
+  }
+  void unite(std::uint32_t a, std::uint32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+}  // namespace
 
 NetworkParams NetworkParams::from_config(const IciConfig& ici, const DcnConfig& dcn) {
   NetworkParams p;
@@ -123,7 +152,134 @@ void Network::complete(TransferId id, double time) {
   for (std::uint32_t e = succ_offset_[id]; e < succ_offset_[id + 1]; ++e) {
     Transfer& s = transfers_[succ_[e]];
     s.ready = std::max(s.ready, time);
-    if (--s.pending == 0) start(succ_[e], s.ready + s.start_delay);
+    if (--s.pending == 0 && skip_[succ_[e]] == 0) start(succ_[e], s.ready + s.start_delay);
+  }
+}
+
+Network::Replicas Network::plan_replicas() const {
+  Replicas r;
+  const std::size_t n = transfers_.size();
+  if (!params_.replicate_identical || n < 2) return r;
+  // A join without dependencies completes at its start delay, a fixed time:
+  // it does not tie its successors together.
+  std::vector<char> source(n, 0);
+  for (std::size_t i = 0; i < n; ++i) source[i] = transfers_[i].route_length == 0 && transfers_[i].pending == 0;
+  UnionFind uf(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (source[i] != 0) continue;
+    for (std::uint32_t e = succ_offset_[i]; e < succ_offset_[i + 1]; ++e) uf.unite(i, succ_[e]);
+  }
+  {
+    std::vector<std::uint32_t> user(topo_.num_links(), kNone);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Transfer& t = transfers_[i];
+      for (std::uint32_t h = 0; h < t.route_length; ++h) {
+        std::uint32_t& u = user[routes_[t.route_offset + h]];
+        if (u == kNone) {
+          u = i;
+        } else {
+          uf.unite(i, u);
+        }
+      }
+    }
+  }
+  // The components, each with its transfers in index order.
+  std::vector<std::uint32_t> comp(n, kNone), local(n, 0), comp_of_root(n, kNone);
+  std::vector<std::vector<TransferId>> members;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (source[i] != 0) continue;
+    std::uint32_t& c = comp_of_root[uf.find(i)];
+    if (c == kNone) {
+      c = static_cast<std::uint32_t>(members.size());
+      members.emplace_back();
+    }
+    comp[i] = c;
+    local[i] = static_cast<std::uint32_t>(members[c].size());
+    members[c].push_back(i);
+  }
+  r.components = members.size();
+  r.simulated = members.size();
+  if (members.size() < 2) return r;
+
+  // What run()'s first loop does before any event: the starts it makes in
+  // each component, in order, with their times (joins complete at once and
+  // start their successors), and each transfer's state after it.
+  std::vector<std::uint32_t> pending(n);
+  std::vector<double> ready(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) pending[i] = transfers_[i].pending;
+  std::vector<std::vector<std::uint64_t>> starts(members.size());
+  const auto start = [&](auto&& self, TransferId id, double time) -> void {
+    if (comp[id] != kNone) {
+      starts[comp[id]].push_back(local[id]);
+      starts[comp[id]].push_back(bits(time));
+    }
+    if (transfers_[id].route_length != 0) return;
+    for (std::uint32_t e = succ_offset_[id]; e < succ_offset_[id + 1]; ++e) {
+      const TransferId s = succ_[e];
+      ready[s] = std::max(ready[s], time);
+      if (--pending[s] == 0) self(self, s, ready[s] + transfers_[s].start_delay);
+    }
+  };
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (pending[i] == 0) start(start, i, transfers_[i].start_delay);
+  }
+
+  // A component's description up to renaming; equal descriptions, equal runs.
+  std::map<std::vector<std::uint64_t>, std::uint32_t> kinds;
+  std::vector<std::vector<LinkId>> rep_links(members.size());
+  std::vector<std::uint32_t> link_local(topo_.num_links(), kNone);
+  r.skip.assign(n, 0);
+  r.simulated = 0;
+  for (std::uint32_t c = 0; c < members.size(); ++c) {
+    std::vector<std::uint64_t> sig;
+    std::vector<LinkId> links;
+    for (const TransferId id : members[c]) {
+      const Transfer& t = transfers_[id];
+      sig.insert(sig.end(), {bits(t.bytes), bits(t.packet_bytes), t.packets, bits(t.start_delay), t.route_length,
+                             t.tag, pending[id], bits(ready[id])});
+      for (std::uint32_t h = 0; h < t.route_length; ++h) {
+        const LinkId l = routes_[t.route_offset + h];
+        if (link_local[l] == kNone) {
+          link_local[l] = static_cast<std::uint32_t>(links.size());
+          links.push_back(l);
+        }
+        sig.insert(sig.end(), {link_local[l], bits(link_bw_[l]), bits(link_latency_[l])});
+      }
+      sig.push_back(succ_offset_[id + 1] - succ_offset_[id]);
+      for (std::uint32_t e = succ_offset_[id]; e < succ_offset_[id + 1]; ++e) sig.push_back(local[succ_[e]]);
+    }
+    sig.push_back(kNone);
+    sig.insert(sig.end(), starts[c].begin(), starts[c].end());
+    for (const LinkId l : links) link_local[l] = kNone;
+    const auto [it, added] = kinds.emplace(std::move(sig), c);
+    if (added) {
+      rep_links[c] = std::move(links);
+      ++r.simulated;
+      continue;
+    }
+    const std::uint32_t rep = it->second;
+    for (std::size_t k = 0; k < members[c].size(); ++k) {
+      r.skip[members[c][k]] = 1;
+      r.transfers.emplace_back(members[c][k], members[rep][k]);
+    }
+    for (std::size_t k = 0; k < links.size(); ++k) r.links.emplace_back(links[k], rep_links[rep][k]);
+  }
+  return r;
+}
+
+void Network::copy_replicas(const Replicas& r) {
+  for (const auto& [dst, src] : r.transfers) {
+    Transfer& d = transfers_[dst];
+    const Transfer& s = transfers_[src];
+    d.finish = s.finish;
+    d.last_delivery = s.last_delivery;
+    d.delivered = s.delivered;
+    d.ready = s.ready;
+    d.pending = s.pending;
+  }
+  for (const auto& [dst, src] : r.links) {
+    link_busy_[dst] = link_busy_[src];
+    link_free_[dst] = link_free_[src];
   }
 }
 
@@ -146,11 +302,28 @@ NetworkRunStats Network::run() {
   edges_.clear();
   edges_.shrink_to_fit();
 
+  const Replicas replicas = plan_replicas();
+  skip_ = replicas.skip;
+  skip_.resize(n, 0);
+  // A watched replica link's intervals are its simulated twin's: record
+  // those too (hidden slots, dropped after the copy).
+  std::vector<LinkId> hidden;
+  if (!watch_index_.empty()) {
+    for (const auto& [dst, src] : replicas.links) {
+      if (watch_index_[dst] < 0 || watch_index_[src] >= 0) continue;
+      watch_index_[src] = static_cast<std::int32_t>(busy_.size());
+      busy_.emplace_back();
+      hidden.push_back(src);
+    }
+  }
+
   NetworkRunStats stats;
   stats.transfers = n;
+  stats.components = replicas.components;
+  stats.simulated_components = replicas.simulated;
   for (std::size_t i = 0; i < n; ++i) {
     stats.packets += transfers_[i].packets;
-    if (transfers_[i].pending == 0) start(static_cast<TransferId>(i), transfers_[i].start_delay);
+    if (transfers_[i].pending == 0 && skip_[i] == 0) start(static_cast<TransferId>(i), transfers_[i].start_delay);
   }
 
   while (!heap_.empty()) {
@@ -173,6 +346,16 @@ NetworkRunStats Network::run() {
     } else {
       t.last_delivery = std::max(t.last_delivery, begin + link_latency_[link] + serialization);
       if (++t.delivered == t.packets) complete(ev.transfer, t.last_delivery);
+    }
+  }
+  copy_replicas(replicas);
+  if (!watch_index_.empty()) {
+    for (const auto& [dst, src] : replicas.links) {
+      if (watch_index_[dst] >= 0) busy_[static_cast<std::size_t>(watch_index_[dst])] = busy_intervals(src);
+    }
+    for (const LinkId l : hidden) {
+      busy_[static_cast<std::size_t>(watch_index_[l])].clear();
+      watch_index_[l] = -1;
     }
   }
   stats.makespan_s = makespan_;

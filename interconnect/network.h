@@ -21,6 +21,19 @@
 // - Transfers may depend on others (data dependencies of a collective
 //   schedule): a transfer starts `start_delay` after its last dependency was
 //   fully delivered. Joins are zero-cost transfers used as barriers.
+//
+// Replicas (an exact shortcut, NetworkParams::replicate_identical): transfers
+// fall into independent components (linked by a dependency or a shared link
+// direction; a join without dependencies, which completes at a fixed time, is
+// not a link between its successors). Components that are the same up to a
+// renaming of their transfers and links (bytes, packets, delays, routes'
+// link bandwidths and latencies, dependencies, start times) evolve the same
+// way, event for event: a component's events interact only with its own, and
+// their order among equal times is their push order within it. run() then
+// simulates one component of each kind and copies its finish times, link
+// busy time and watched intervals to the others. The groups of a collective
+// on a torus (the rings of every line of a box, every slice's copy of a
+// group) are such replicas, so a run costs one group's events, not all.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +51,9 @@ struct NetworkParams {
   std::uint32_t max_packets_per_message = 64;  // packet size grows beyond this
   double dcn_bytes_per_s = 0;    // per chip, one direction
   double dcn_latency_s = 0;
+  // Simulate one of each kind of identical independent component (above);
+  // false runs every transfer's events (the results are the same).
+  bool replicate_identical = true;
 
   static NetworkParams from_config(const IciConfig& ici, const DcnConfig& dcn);
 };
@@ -48,7 +64,9 @@ struct NetworkRunStats {
   double makespan_s = 0;       // last delivery (or join) time
   std::uint64_t transfers = 0;
   std::uint64_t packets = 0;
-  std::uint64_t events = 0;    // packet-hop events processed
+  std::uint64_t events = 0;    // packet-hop events processed (the replicas' are copied, not processed)
+  std::uint64_t components = 0;  // independent components of the transfers (0: not split)
+  std::uint64_t simulated_components = 0;  // of those, simulated: one per kind
   double max_link_busy_s = 0;  // busiest link direction
 };
 
@@ -118,6 +136,19 @@ class Network {
     }
   };
 
+  // The components' replicas (see the header comment): `skip` marks the
+  // transfers not simulated; after the run, each copy's destination takes
+  // its source's results.
+  struct Replicas {
+    std::vector<char> skip;                                  // by transfer
+    std::vector<std::pair<TransferId, TransferId>> transfers;  // (replica, simulated)
+    std::vector<std::pair<LinkId, LinkId>> links;              // (replica, simulated)
+    std::uint64_t components = 0;
+    std::uint64_t simulated = 0;
+  };
+  Replicas plan_replicas() const;
+  void copy_replicas(const Replicas& r);
+
   void start(TransferId t, double time);
   void complete(TransferId t, double time);
   void push(double time, TransferId t, std::uint32_t packet, std::uint32_t hop);
@@ -140,6 +171,7 @@ class Network {
   std::uint32_t tag_ = 0;
   std::vector<std::int32_t> watch_index_;                 // by link: index into busy_, or -1
   std::vector<std::vector<BusyInterval>> busy_;           // per watched link
+  std::vector<char> skip_;                                // by transfer: a replica, not simulated
   void record_busy(LinkId link, double start, double end, std::uint32_t tag);
 };
 

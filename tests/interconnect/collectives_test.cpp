@@ -423,6 +423,68 @@ TEST(CollectivesTest, MultisliceGroupsCrossDcn) {
   expect_close(r->seconds, kV / 2 / 6.25e9 + 10e-6, 0.001);
 }
 
+TEST(CollectivesTest, GroupsThatAreReplicasAreSimulatedOnceWithTheSameTimes) {
+  // Disjoint groups of one shape (every x line of an 8x8 torus; the 2x2
+  // boxes of a 4x4 torus, multi-axis; chips at the same place in 4 slices)
+  // run as one group's events; times and link busy are the full run's, bit
+  // for bit, and still the closed form where there is one.
+  struct Case {
+    Topology topology;
+    CollectiveKind kind;
+    ReplicaGroups groups;
+    std::uint64_t components;
+  };
+  std::vector<Case> cases;
+  {
+    ReplicaGroups lines;
+    for (DeviceId y = 0; y < 8; ++y) {
+      lines.emplace_back();
+      for (DeviceId x = 0; x < 8; ++x) lines.back().push_back(y * 8 + x);
+    }
+    cases.push_back({topo({8, 8}, true), CollectiveKind::kAllGather, lines, 8});
+  }
+  {
+    ReplicaGroups boxes;
+    for (DeviceId by = 0; by < 4; by += 2) {
+      for (DeviceId bx = 0; bx < 4; bx += 2) {
+        boxes.push_back({by * 4 + bx, by * 4 + bx + 1, (by + 1) * 4 + bx, (by + 1) * 4 + bx + 1});
+      }
+    }
+    cases.push_back({topo({4, 4}, true), CollectiveKind::kReduceScatter, boxes, 4});
+  }
+  {
+    ReplicaGroups across;
+    for (DeviceId i = 0; i < 4; ++i) across.push_back({i, i + 4, i + 8, i + 12});
+    cases.push_back({Topology::create({4}, {true}, false, 4).value(), CollectiveKind::kAllReduce, across, 4});
+  }
+  for (const Case& c : cases) {
+    CollectiveSpec spec;
+    spec.kind = c.kind;
+    spec.bytes = kV;
+    spec.groups = c.groups;
+    NetworkParams p = params();
+    p.dcn_bytes_per_s = 6.25e9;
+    p.dcn_latency_s = 10e-6;
+    p.replicate_identical = false;
+    const auto all = simulate_collective(c.topology, p, spec);
+    p.replicate_identical = true;
+    const auto rep = simulate_collective(c.topology, p, spec);
+    ASSERT_TRUE(all.ok() && rep.ok());
+    EXPECT_EQ(all->seconds, rep->seconds) << all->algorithm;
+    EXPECT_EQ(all->network.max_link_busy_s, rep->network.max_link_busy_s);
+    EXPECT_EQ(all->network.packets, rep->network.packets);
+    EXPECT_EQ(rep->network.components, c.components) << rep->algorithm;
+    EXPECT_EQ(rep->network.simulated_components, 1u) << rep->algorithm;
+    EXPECT_EQ(rep->network.events * c.components, all->network.events);
+  }
+  // The 8 x lines: an 8-ring AllGather each, (N-1)/N V/(2w) + ceil((N-1)/2) h.
+  CollectiveSpec lines;
+  lines.kind = CollectiveKind::kAllGather;
+  lines.bytes = kV;
+  lines.groups = cases[0].groups;
+  expect_close(simulate_collective(cases[0].topology, params(), lines)->seconds, ag_axis(8, true, kV, kH), 0.01);
+}
+
 TEST(CollectivesTest, IotaReplicaGroupsExpand) {
   // [2,4]<=[4,2]T(1,0): iota(8) as 4x2, transposed to 2x4 -> {0,2,4,6},{1,3,5,7}
   auto g = expand_iota_groups(2, 4, {4, 2}, {1, 0});

@@ -111,6 +111,95 @@ TEST(NetworkTest, CrossSliceTrafficUsesDcnPorts) {
   EXPECT_NEAR(net.link_busy_seconds(t.dcn_egress(0)), bytes / 6.25e9, 1e-12);
 }
 
+// The rows of a 4x4 torus, each a chain of three one-hop sends along x
+// (0 -> 1 -> 2 -> 3), all released by one gate join at 3 us; row 3 sends
+// twice the bytes. Rows 0..2 are replicas of one another, row 3 is not.
+TEST(NetworkTest, IdenticalIndependentComponentsAreSimulatedOnceWithTheSameResults) {
+  const Topology t = Topology::create({4, 4}, {true, true}).value();
+  for (const bool replicate : {false, true}) {
+    NetworkParams p = params();
+    p.replicate_identical = replicate;
+    Network net(t, p);
+    std::vector<std::vector<TransferId>> chains;
+    for (DeviceId y = 0; y < 4; ++y) {
+      const double bytes = y == 3 ? 2 << 20 : 1 << 20;
+      std::vector<TransferId> chain;
+      for (DeviceId x = 0; x < 3; ++x) {
+        chain.push_back(net.add_transfer(y * 4 + x, y * 4 + x + 1, bytes));
+        if (x > 0) net.add_dependency(chain[chain.size() - 2], chain.back());
+      }
+      chains.push_back(chain);
+    }
+    const TransferId gate = net.add_join(3e-6);  // a fixed time: it does not tie the rows together
+    for (const auto& c : chains) net.add_dependency(gate, c.front());
+    const NetworkRunStats stats = net.run();
+    // Each row: the gate, then three sends of bytes/W + h each, one after another.
+    for (DeviceId y = 0; y < 4; ++y) {
+      const double bytes = y == 3 ? 2 << 20 : 1 << 20;
+      for (std::size_t x = 0; x < 3; ++x) {
+        EXPECT_NEAR(net.finish_time(chains[static_cast<std::size_t>(y)][x]),
+                    3e-6 + static_cast<double>(x + 1) * (bytes / kW + kH), 1e-12)
+            << "row " << y << " send " << x << (replicate ? " (replicas)" : " (all simulated)");
+        const LinkId l = t.ici_link(y * 4 + static_cast<DeviceId>(x), 0, Direction::kPlus);
+        EXPECT_NEAR(net.link_busy_seconds(l), bytes / kW, 1e-15);
+      }
+    }
+    EXPECT_NEAR(stats.makespan_s, 3e-6 + 3 * ((2 << 20) / kW + kH), 1e-12);
+    EXPECT_EQ(stats.packets, 12u * 64u);
+    if (replicate) {
+      EXPECT_EQ(stats.components, 4u);
+      EXPECT_EQ(stats.simulated_components, 2u);  // rows 0..2 once, row 3
+      EXPECT_EQ(stats.events, 2u * 3u * 64u);     // two rows' packets, one hop each
+    } else {
+      EXPECT_EQ(stats.events, 4u * 3u * 64u);
+    }
+  }
+}
+
+TEST(NetworkTest, ReplicasMatchTheFullRunExactlyUnderContention) {
+  // Each row of a 4x4 torus: every chip sends to the chips one and two
+  // ahead along x at once, both the + way (shared links, cut-through, ties
+  // broken by push order). Replicas must reproduce every finish time and link busy time bit
+  // for bit, and a watched link of a replica row its intervals.
+  const Topology t = Topology::create({4, 4}, {true, true}).value();
+  const LinkId watched = t.ici_link(13, 0, Direction::kPlus);  // row 3
+  const auto run = [&](bool replicate, std::vector<double>& finish, std::vector<double>& busy,
+                       std::vector<Network::BusyInterval>& intervals) {
+    NetworkParams p = params();
+    p.replicate_identical = replicate;
+    Network net(t, p);
+    net.watch({watched});
+    std::vector<TransferId> ids;
+    for (DeviceId y = 0; y < 4; ++y) {
+      for (DeviceId x = 0; x < 4; ++x) {
+        for (DeviceId d : {1, 2}) ids.push_back(net.add_transfer(y * 4 + x, y * 4 + (x + d) % 4, 3e5 + 1e4 * d));
+      }
+    }
+    const NetworkRunStats stats = net.run();
+    for (TransferId id : ids) finish.push_back(net.finish_time(id));
+    for (LinkId l = 0; l < t.num_links(); ++l) busy.push_back(net.link_busy_seconds(l));
+    intervals = net.busy_intervals(watched);
+    return stats;
+  };
+  std::vector<double> f0, b0, f1, b1;
+  std::vector<Network::BusyInterval> i0, i1;
+  const NetworkRunStats all = run(false, f0, b0, i0);
+  const NetworkRunStats rep = run(true, f1, b1, i1);
+  EXPECT_EQ(f0, f1);
+  EXPECT_EQ(b0, b1);
+  EXPECT_EQ(all.makespan_s, rep.makespan_s);
+  EXPECT_EQ(all.max_link_busy_s, rep.max_link_busy_s);
+  ASSERT_EQ(i0.size(), i1.size());
+  ASSERT_FALSE(i0.empty());
+  for (std::size_t k = 0; k < i0.size(); ++k) {
+    EXPECT_EQ(i0[k].start, i1[k].start);
+    EXPECT_EQ(i0[k].end, i1[k].end);
+  }
+  EXPECT_EQ(rep.components, 4u);
+  EXPECT_EQ(rep.simulated_components, 1u);
+  EXPECT_EQ(rep.events * 4, all.events);
+}
+
 TEST(NetworkTest, ParamsFromConfigApplyLinkEfficiency) {
   IciConfig ici;
   ici.link_bandwidth = 4.5e10;
