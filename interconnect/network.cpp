@@ -72,6 +72,24 @@ Network::Network(const Topology& topology, const NetworkParams& params)
   }
 }
 
+void Network::reset() {
+  transfers_.clear();
+  routes_.clear();
+  edges_.clear();
+  succ_offset_.clear();
+  succ_.clear();
+  std::fill(link_free_.begin(), link_free_.end(), 0.0);
+  std::fill(link_busy_.begin(), link_busy_.end(), 0.0);
+  heap_.clear();
+  seq_ = 0;
+  makespan_ = 0;
+  ran_ = false;
+  tag_ = 0;
+  watch_index_.clear();
+  busy_.clear();
+  skip_.clear();
+}
+
 TransferId Network::add_transfer(DeviceId src, DeviceId dst, double bytes, std::uint32_t tie_minus,
                                  double start_delay_s) {
   Transfer t;
@@ -300,7 +318,6 @@ NetworkRunStats Network::run() {
     for (const auto& [before, after] : edges_) succ_[fill[before]++] = after;
   }
   edges_.clear();
-  edges_.shrink_to_fit();
 
   const Replicas replicas = plan_replicas();
   skip_ = replicas.skip;

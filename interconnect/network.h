@@ -90,8 +90,14 @@ class Network {
   // Transfers added from now on carry `tag` (0 at first) into the intervals.
   void set_tag(std::uint32_t tag) { tag_ = tag; }
 
-  // Runs all transfers to completion (time starts at 0). Call once.
+  // Runs all transfers to completion (time starts at 0). Call once per
+  // reset.
   NetworkRunStats run();
+
+  // Forgets every transfer, dependency, watch and result, keeping the
+  // storage: a caller that runs many networks on one topology reuses one
+  // Network and does not fault fresh pages in for each.
+  void reset();
 
   // A watched link's busy time: packets back to back of one tag form one interval.
   struct BusyInterval {

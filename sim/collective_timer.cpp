@@ -117,7 +117,7 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
     last_joint_link_busy_ = it->second.link_busy;
     return it->second.seconds;
   }
-  interconnect::Network net(topology_, params_);
+  interconnect::Network& net = network();
   net.watch(watched_);
   std::vector<std::pair<interconnect::TransferId, interconnect::TransferId>> ranges;  // [first, end) per collective
   for (const ConcurrentCollective& c : set) {
@@ -151,6 +151,15 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
 const std::vector<LinkBusy>& CollectiveTimer::last_joint_link_busy() const {
   static const std::vector<LinkBusy> kNone;
   return kNone;
+}
+
+interconnect::Network& NetworkCollectiveTimer::network() {
+  if (!network_) {
+    network_ = std::make_unique<interconnect::Network>(topology_, params_);
+  } else {
+    network_->reset();
+  }
+  return *network_;
 }
 
 void NetworkCollectiveTimer::watch(const std::vector<std::int64_t>& devices) {
@@ -190,7 +199,7 @@ Result<CollectiveTiming> NetworkCollectiveTimer::time(const CollectiveRequest& r
     ++hits_;
     return it->second;
   }
-  interconnect::Network net(topology_, params_);
+  interconnect::Network& net = network();
   net.watch(watched_);
   Result<std::string> desc = schedule(net, r);
   if (!desc.ok()) return desc.errors();

@@ -144,6 +144,9 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   std::map<std::vector<std::pair<Key, double>>, JointRun> joint_cache_;
   std::vector<interconnect::LinkId> watched_;
   std::vector<LinkBusy> last_joint_link_busy_;
+  // One network reused by every run (Network::reset keeps its storage).
+  std::unique_ptr<interconnect::Network> network_;
+  interconnect::Network& network();
   std::uint64_t runs_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t joint_runs_ = 0;

@@ -32,6 +32,23 @@ TEST(NetworkTest, OneHopCostsBytesOverBandwidthPlusLatency) {
   EXPECT_EQ(stats.packets, 64u);  // 1 MiB / 4 KiB = 256, capped at 64
 }
 
+TEST(NetworkTest, ResetForgetsEverythingButTheStorage) {
+  // A network run, reset and given other traffic behaves as a fresh one:
+  // 0 -> 1 then 0 -> 2 over two hops, bytes/W + 2h, the first run's link
+  // busy time gone.
+  const Topology t = line(3);
+  Network net(t, params());
+  net.add_transfer(0, 1, 1 << 20);
+  net.run();
+  net.reset();
+  const TransferId m = net.add_transfer(0, 2, 1 << 19);
+  const auto stats = net.run();
+  EXPECT_NEAR(net.finish_time(m), (1 << 19) / kW + 2 * kH, 1e-15);
+  EXPECT_EQ(stats.transfers, 1u);
+  EXPECT_NEAR(net.link_busy_seconds(t.ici_link(0, 0, Direction::kPlus)), (1 << 19) / kW, 1e-18);
+  EXPECT_NEAR(stats.makespan_s, net.finish_time(m), 1e-18);
+}
+
 TEST(NetworkTest, WatchedLinksRecordBusyIntervalsByTag) {
   // 0 -> 1, 1 MiB with tag 0, then (after it) 512 KiB with tag 1 after a
   // 10 us pause: link 0->1 is busy [0, 1 MiB / W) for the first (its 64
