@@ -93,6 +93,31 @@ class MaxTextStep(unittest.TestCase):
         why = {r["model"]: self.m.supported(r) for r in self.rows if self.m.supported(r)}
         self.assertIn("mixture-of-experts", why["mixtral-8x7b"])
 
+    def test_gemma3_rows(self):
+        # gemma3-12b (configs/models/gemma3-12b.yml): blocks of five sliding-window layers and one global,
+        # gated gelu, post-norms, tied logits; the recipes set use_iota_embed and a 120 MiB scoped VMEM limit.
+        # Its TFLOP per device by MaxText's mixed-attention formula is the published TFLOP/s/device times the
+        # published step time (e.g. 349.442 x 7.318 s = 2557.2 TFLOP).
+        import re
+        rows = [r for r in self.rows if r["model"] == "gemma3-12b"]
+        self.assertEqual(len(rows), 3)
+        for r in rows:
+            self.assertIsNone(self.m.supported(r), r["slice"])
+            d = self.m.row_dims(r)
+            self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["head_dim"], d["mlp"], d["layers"], d["vocab"]),
+                             (3840, 16, 8, 256, 15360, 48, 262144))
+            self.assertEqual(d["pattern"], ("local",) * 5 + ("global",))
+            self.assertTrue(d["iota_embed"] and d["tied"] and d["post_norms"])
+            published = float(re.search(r"TFLOP/s/device ([\d.]+)", r["also_reported"]).group(1)) * float(r["measured"])
+            self.assertAlmostEqual(self.m.per_device_tflop(d, 1, int(r["seq_len"])) / published, 1.0, delta=1e-3)
+            self.assertEqual(self.m.scoped_vmem_limit_kib(r), 122880)
+        # the flag group without its value is the row's reason
+        self.assertIn("without its vmem_limit", self.m.supported(dict(rows[0], xla_flags="CUSTOM_VMEM_LIMIT_FLAG")))
+        # the v6e LLaMA-style recipes set use_iota_embed (their tuning_params), over base.yml's gather
+        llama = next(r for r in self.rows if r["model"] == "llama3.1-8b" and r["chip"] == "v6e")
+        self.assertFalse(self.m.parse_spec(llama["model_spec"])["iota_embed"])
+        self.assertTrue(self.m.row_dims(llama)["iota_embed"])
+
     def test_no_dead_instructions(self):
         # Every value the generator writes is read (XLA's dead-code elimination would drop one that is not,
         # and tpusim would cost it): default decoder with full and minimal remat and tensor parallelism,
@@ -103,8 +128,11 @@ class MaxTextStep(unittest.TestCase):
         small = dict(emb=512, heads=4, kv_heads=4, head_dim=128, mlp=2048, mlp_matrices=2, layers=2, vocab=1024)
         llama = dict(small, kv_heads=2, mlp_matrices=3, tied=False, iota_embed=False)
         gpt3 = dict(small, activation="gelu", rope=False)
+        gemma3 = dict(small, kv_heads=2, mlp_matrices=3, activation="gelu", layers=6, pattern=("local", "local", "global"),
+                      window=32, post_norms=True)
         offload = ("custom", {n: "offload" for n in ("decoder_layer_input", "query_proj", "out_proj")})
-        for dims, tp, remat in ((small, 2, "full"), (small, 2, "minimal"), (llama, 1, offload), (gpt3, 1, "full")):
+        for dims, tp, remat in ((small, 2, "full"), (small, 2, "minimal"), (llama, 1, offload), (gpt3, 1, "full"),
+                                (gemma3, 2, "full"), (gemma3, 1, offload)):
             text, _ = maxtext_hlo.emit(dims, 2, 256, 4, tp, 2, remat)
             self.assertEqual(dead(text), [], (dims, remat))
         for dims in (llama, gpt3):  # fp8_full (one slice, no tensor parallelism)
@@ -384,6 +412,33 @@ class LlamaStep(unittest.TestCase):
         attention = 4 * H * HD * S * S / 2 / cp
         layer = (qkvo + mlp_in + mlp_out) + (qkvo + mlp_in) + 2 * (qkvo + mlp_in + mlp_out) + 4.5 * attention
         want = L * layer + 3 * 2 * T * D * V
+        got = self.run_json("analyze", path)["total"]["flops"]
+        self.assertGreaterEqual(got, want)
+        self.assertLess(got, 1.03 * want)
+
+    def test_mixed_attention_step_flops(self):
+        # A gemma3-style decoder: blocks of (local, local, global) layers, local attention over a 64-token window,
+        # gated gelu, post-norms, the iota embedding tied to the logits, full remat, fsdp 2. A local layer's kernel
+        # is written as an unmasked flash kernel over 2 x window keys per query (what splash attention computes
+        # when its block is the window); a global one is causal. With post-norms the recomputation also runs the
+        # MLP output projection (the post-MLP norm's backward reads its input).
+        import maxtext_hlo
+        L, D, H, KV, HD, F, V, S, W = 6, self.D, self.H, self.KV, self.HD, self.F, self.V, self.S, 64
+        d = dict(emb=D, heads=H, kv_heads=KV, head_dim=HD, mlp=F, mlp_matrices=3, activation="gelu", layers=L,
+                 vocab=V, tied=True, iota_embed=True, pattern=("local", "local", "global"), window=W, post_norms=True)
+        text, _ = maxtext_hlo.emit(d, 1, S, 2, 1, 1, "full")
+        path = os.path.join(self.tmp.name, "mixed.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        self.assertEqual(text.count("te_fused_attn_forward_ffi"), 2 * 3)  # forward and recomputed, per block layer
+        self.assertEqual(text.count("te_fused_attn_backward_ffi"), 3)
+        T = S
+        dense = 2 * T * (D * H * HD + 2 * D * KV * HD + H * HD * D) + 2 * T * 3 * D * F
+        local, glob = 4 * H * HD * S * 2 * W, 4 * H * HD * S * S / 2
+        attention = (2 * local + glob) / 3  # per layer, on average over a (local, local, global) block
+        layer = 4 * dense + 4.5 * attention
+        # one-hot embedding dot and its table gradient; tied logits forward and backward (x3)
+        want = L * layer + 2 * (2 * T * V * D) + 3 * (2 * T * D * V)
         got = self.run_json("analyze", path)["total"]["flops"]
         self.assertGreaterEqual(got, want)
         self.assertLess(got, 1.03 * want)

@@ -138,10 +138,21 @@ class Config:
         self.iota_embed = dims.get("iota_embed", True)  # use_iota_embed: one-hot dot, else a gather
         self.L, self.D, self.H, self.KV = dims["layers"], dims["emb"], dims["heads"], dims["kv_heads"]
         self.HD, self.F, self.V = dims["head_dim"], dims["mlp"], dims["vocab"]
-        self.gated = dims["mlp_matrices"] == 3  # silu(x.wi_0) * (x.wi_1); else act(x.wi)
-        self.act = dims.get("activation", "relu")  # of a one-matrix MLP: relu or gelu (tanh form)
-        if self.act not in ("relu", "gelu"):
-            raise ValueError(f"MLP activation '{self.act}': relu or gelu")
+        self.gated = dims["mlp_matrices"] == 3  # act(x.wi_0) * (x.wi_1); else act(x.wi)
+        # gated: silu (LLaMA) or gelu (gemma3's GeGLU); one matrix: relu or gelu (tanh form)
+        self.act = dims.get("activation", "silu" if self.gated else "relu")
+        if self.act not in (("silu", "gelu") if self.gated else ("relu", "gelu")):
+            raise ValueError(f"MLP activation '{self.act}': {'silu or gelu' if self.gated else 'relu or gelu'}")
+        # Mixed attention (gemma3): the scan runs over blocks of len(pattern) layers, each layer 'global'
+        # (causal over the sequence) or 'local' (causal over a sliding window of `window` tokens); MaxText
+        # scans such a model's repeating block (Gemma3ScannableBlock), not each layer.
+        self.pattern = tuple(dims.get("pattern", ("global",)))
+        self.P = len(self.pattern)
+        if self.L % self.P or any(k not in ("local", "global") for k in self.pattern):
+            raise ValueError(f"attention pattern {self.pattern}: local/global layers that divide the {self.L} layers")
+        self.blocks = self.L // self.P
+        # gemma3's extra RMSNorms on the attention and MLP outputs before each residual add
+        self.post_norms = dims.get("post_norms", False)
         self.use_rope = dims.get("rope", True)  # gpt3: learned positions, no RoPE
         # context parallelism (MaxText's ici_context_parallelism): each sequence is split over `context`
         # devices, which also take part in FSDP (the weights are sharded over fsdp x context)
@@ -179,6 +190,16 @@ class Config:
         # causal mask: on average to half the sequence. Its kernel is written as one unmasked flash
         # attention over half the gathered keys and values (kv_len): the same products per device.
         self.kv_len = self.S if context == 1 else seq // 2
+        # A local layer's splash kernel: each query block computes its own (causal) key block and the one
+        # before it, the blocks a window of up to one block size reaches (the gemma3 rows: window 1024,
+        # sa_block_q = sa_block_kv = 1024); written as one unmasked flash kernel over 2 x window keys per
+        # query: the same products and key/value reads per device.
+        self.local_kv = None
+        if "local" in self.pattern:
+            window = dims.get("window")
+            if not window or context > 1:
+                raise ValueError("local attention layers need a window (and no context parallelism)")
+            self.local_kv = min(self.S, 2 * int(window))
 
     def weights(self):
         """(name, full local [rows, cols] after the tensor split, split: 'col'|'row'|'norm').
@@ -187,7 +208,10 @@ class Config:
         w = [("attn_norm", (self.DT,), "norm"), ("wq", (D, self.HL * HD), "col"), ("wk", (D, self.KVL * HD), "col"),
              ("wv", (D, self.KVL * HD), "col"), ("wo", (self.HL * HD, D), "row"), ("mlp_norm", (self.DT,), "norm")]
         w += [("wi_0", (D, self.FL), "col"), ("wi_1", (D, self.FL), "col")] if self.gated else [("wi", (D, self.FL), "col")]
-        return w + [("wo_mlp", (self.FL, D), "row")]
+        w += [("wo_mlp", (self.FL, D), "row")]
+        if self.post_norms:
+            w += [("post_attn_norm", (self.DT,), "norm"), ("post_mlp_norm", (self.DT,), "norm")]
+        return w
 
     def saved(self):
         """(name, per-layer shape, 'device'|'offload') of what the forward scan saves for the backward
@@ -354,18 +378,23 @@ class Step:
 
     def norm_fwd(self, e, x, w, label):
         """RMSNorm of x [B,S,DT] (embed split over 'tensor': the sums of squares are all-reduced)."""
-        def sumsq(f, p):
-            xf = f.convert(p[0], F32)
-            return f.reduce(f.mul(xf, xf), (2,), "region_0.1")
-
         def scale(f, p):
             xf = f.convert(p[0], F32)
             nb = f.convert(f.mul(xf, self.rsqrt_b(f, p[1], xf.dims)), BF16)
             return f.mul(nb, f.bcast(p[2], xf.dims, (2,)))
 
-        ss = self.m.fusion(e, "kInput", "input_reduce_fusion", [x], sumsq, None)
-        ss = self.tp_sum(e, ss, f"{label} sum of squares")
+        ss = self.norm_sumsq(e, x, label)
         return self.m.fusion(e, "kLoop", "loop_multiply_fusion", [x, ss, w], scale, None), ss
+
+    def norm_sumsq(self, e, x, label):
+        """The sums of squares RMSNorm scales x [B,S,DT] by (all-reduced over 'tensor'), all its backward
+        needs besides x."""
+        def sumsq(f, p):
+            xf = f.convert(p[0], F32)
+            return f.reduce(f.mul(xf, xf), (2,), "region_0.1")
+
+        ss = self.m.fusion(e, "kInput", "input_reduce_fusion", [x], sumsq, None)
+        return self.tp_sum(e, ss, f"{label} sum of squares")
 
     def norm_bwd(self, e, d_res, dn_out, x, ss, w, label):
         """Gradient of RMSNorm: returns (d_res + dx, weight gradient [DT] bf16)."""
@@ -456,12 +485,27 @@ class Step:
                     f"padding=0_0x0_{c.S_full - c.kv_len}x0_0x0_0")
         return self.reduce_scatter_done(e, self.reduce_scatter(e, full, 1, c.cp_groups, "context", c.cp, where))
 
-    def flash(self, e, operands, outs, backward):
+    def local_kv(self, e, t):
+        """The keys or values [B,S,KVL,HD] a local layer's kernel is written over: the first local_kv
+        (Config: 2 x window) positions."""
+        c = self.c
+        return e.op("slice", bf(c.B, c.local_kv, c.KVL, c.HD), [t],
+                    f"slice={{[0:{c.B}], [0:{c.local_kv}], [0:{c.KVL}], [0:{c.HD}]}}")
+
+    def local_kv_grad(self, e, t):
+        """A local kernel's key or value gradient [B,local_kv,..] padded back to the sequence (the slice's
+        adjoint)."""
+        c = self.c
+        zero = e.const("0", BF16, ())
+        return e.op("pad", bf(c.B, c.S, c.KVL, c.HD), [t, zero], f"padding=0_0x0_{c.S - c.local_kv}x0_0x0_0")
+
+    def flash(self, e, operands, outs, backward, local=False):
         c = self.c
         target = "te_fused_attn_backward_ffi" if backward else "te_fused_attn_forward_ffi"
-        mask = 2 if c.cp == 1 else 0  # causal; context parallel: unmasked over kv_len (Config)
+        mask = 0 if local or c.cp > 1 else 2  # causal; context parallel or local: unmasked over kv_len (Config)
+        kv_len = c.local_kv if local else c.kv_len
         cfg = (f"attn_heads = {c.HL} : i64, input_batch = {c.B} : i64, is_training = true, "
-               f"kv_max_seqlen = {c.kv_len} : i64, mask_type = {mask} : i64, num_gqa_groups = {c.KVL} : i64, "
+               f"kv_max_seqlen = {kv_len} : i64, mask_type = {mask} : i64, num_gqa_groups = {c.KVL} : i64, "
                f"q_max_seqlen = {c.S} : i64, qk_head_dim = {c.HD} : i64, v_head_dim = {c.HD} : i64")
         return e.op("custom-call", outs, operands, f'custom_call_target="{target}", '
                     f"api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}")
@@ -562,15 +606,18 @@ class Step:
         return self.scaled_dot(e, xq, gq, dims, (0, 1), (0, 1), [(gq, (1,))])
 
     # ---------------- one decoder layer ----------------
-    def layer_fwd(self, e, x, W, saved=None, recompute=False, values=None):
+    def layer_fwd(self, e, x, W, saved=None, recompute=False, values=None, kind="global"):
         """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
         uses). recompute: the backward's recomputation, which stops at the last value the backward
         reads (the MLP activation): the MLP output projection and the residual add only make y, which
         the backward does not use (JAX's remat and XLA's dead-code elimination leave them out), and y
         is None. With `saved` (the projections the remat policy kept) no saved projection runs again.
-        values: the dict the values are put in (a caller's hook sees each as it is made)."""
+        values: the dict the values are put in (a caller's hook sees each as it is made). kind: the layer's
+        attention, 'global' or 'local' (Config.pattern). With post-norms the recomputation also runs the
+        MLP output projection: the post-MLP norm's backward reads its input."""
         c, m = self.c, self.m
         B, S, D = c.B, c.S, c.D
+        local = kind == "local"
         s = {} if values is None else values
         s["x"] = x
         s["xn"], s["ss1"] = self.norm_fwd(e, x, W["attn_norm"], "attention RMSNorm")
@@ -585,14 +632,20 @@ class Step:
         else:
             s["q"], s["k"] = e.op("bitcast", bf(B, S, c.HL, c.HD), [q]), e.op("bitcast", bf(B, S, c.KVL, c.HD), [k])
         s["v"] = e.op("bitcast", bf(B, S, c.KVL, c.HD), [v])
-        s["kf"], s["vf"] = self.cp_gather(e, s["k"]), self.cp_gather(e, s["v"])
-        fa = self.flash(e, [s["q"], s["kf"], s["vf"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False)
+        if local:
+            s["kf"], s["vf"] = self.local_kv(e, s["k"]), self.local_kv(e, s["v"])
+        else:
+            s["kf"], s["vf"] = self.cp_gather(e, s["k"]), self.cp_gather(e, s["v"])
+        s["local"] = local
+        fa = self.flash(e, [s["q"], s["kf"], s["vf"]], [bf(B, S, c.HL, c.HD), f32(B, c.HL, S, 1)], False, local)
         s["o"] = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fa], "index=0")
         s["stats"] = e.op("get-tuple-element", f32(B, c.HL, S, 1), [fa], "index=1")
         s["o3"] = e.op("bitcast", bf(B, S, c.HL * c.HD), [s["o"]])
         attn = saved.get("attn") or self.tp_scatter(e, self.fwd_dot(e, s["o3"], W["wo"], (B, S, D)),
                                                     "attention output")
         s["attn"] = attn
+        if c.post_norms:
+            attn, s["ss3"] = self.norm_fwd(e, attn, W["post_attn_norm"], "post-attention RMSNorm")
         s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
         s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
         s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
@@ -601,8 +654,9 @@ class Step:
             s["up"] = saved.get("up") or self.fwd_dot(e, hg, W["wi_1"], (B, S, c.FL))
 
             def act(f, p):
-                gf = f.convert(p[0], F32)
-                return f.convert(f.mul(f.convert(p[1], F32), f.mul(gf, f.un("logistic", gf))), BF16)
+                gf, upf = f.convert(p[0], F32), f.convert(p[1], F32)
+                a = self.gelu(f, gf) if c.act == "gelu" else f.mul(gf, f.un("logistic", gf))
+                return f.convert(f.mul(upf, a), BF16)
             s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
         else:
             s["pre"] = saved.get("pre") or self.fwd_dot(e, hg, W["wi"], (B, S, c.FL))
@@ -612,9 +666,14 @@ class Step:
             else:
                 s["u"] = m.fusion(e, "kLoop", "loop_maximum_fusion", [s["pre"]],
                                   lambda f, p: f.bin("maximum", p[0], f.const("0", BF16, p[0].dims)), None)
-        if recompute:
+        if recompute and not c.post_norms:
             return None, s
-        mlp = self.tp_scatter(e, self.fwd_dot(e, s["u"], W["wo_mlp"], (B, S, D)), "MLP output")
+        s["mlp"] = mlp = self.tp_scatter(e, self.fwd_dot(e, s["u"], W["wo_mlp"], (B, S, D)), "MLP output")
+        if c.post_norms:
+            if recompute:
+                s["ss4"] = self.norm_sumsq(e, mlp, "post-MLP RMSNorm")
+                return None, s
+            mlp, s["ss4"] = self.norm_fwd(e, mlp, W["post_mlp_norm"], "post-MLP RMSNorm")
         y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
         return y, s
 
@@ -631,12 +690,20 @@ class Step:
 
         def dgrad(dout, w, addend=None):
             return self.dgrad_dot(e, dout, w, addend)
-        dyg = self.tp_gather(e, dy, "MLP output gradient")
+        d_mlp = dy
+        if c.post_norms:
+            d_mlp, g["post_mlp_norm"] = self.norm_bwd(e, None, dy, s["mlp"], s["ss4"], W["post_mlp_norm"],
+                                                      "post-MLP RMSNorm")
+        dyg = self.tp_gather(e, d_mlp, "MLP output gradient")
         g["wo_mlp"] = wgrad(s["u"], dyg, (c.FL, D))
         du = dgrad(dyg, W["wo_mlp"])
         if c.gated:
             def act_bwd(f, p):  # du, g, up -> (d_gate, d_up)
                 duf, gf, upf = f.convert(p[0], F32), f.convert(p[1], F32), f.convert(p[2], F32)
+                if c.act == "gelu":
+                    d_up = f.convert(f.mul(duf, self.gelu(f, gf)), BF16)
+                    d_gate = f.convert(f.mul(f.mul(duf, upf), self.gelu(f, gf, grad=True)), BF16)
+                    return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
                 sg = f.un("logistic", gf)
                 d_up = f.convert(f.mul(duf, f.mul(gf, sg)), BF16)
                 one = f.const("1", F32, gf.dims)
@@ -662,14 +729,24 @@ class Step:
         dhn = self.tp_scatter(e, dhn, "MLP input gradient")
         dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
 
-        dhg = self.tp_gather(e, dh, "attention output gradient")
+        d_attn = dh
+        if c.post_norms:
+            d_attn, g["post_attn_norm"] = self.norm_bwd(e, None, dh, s["attn"], s["ss3"], W["post_attn_norm"],
+                                                        "post-attention RMSNorm")
+        dhg = self.tp_gather(e, d_attn, "attention output gradient")
         g["wo"] = wgrad(s["o3"], dhg, (c.HL * c.HD, D))
         do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dgrad(dhg, W["wo"])])
-        kv = bf(B, c.kv_len, c.KVL, c.HD)
-        fb = self.flash(e, [s["q"], s["kf"], s["vf"], s["stats"], s["o"], do], [bf(B, S, c.HL, c.HD), kv, kv], True)
+        local = s.get("local", False)
+        kv = bf(B, c.local_kv if local else c.kv_len, c.KVL, c.HD)
+        fb = self.flash(e, [s["q"], s["kf"], s["vf"], s["stats"], s["o"], do], [bf(B, S, c.HL, c.HD), kv, kv], True,
+                        local)
         dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
-        dk = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=1"), "key gradient")
-        dv = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=2"), "value gradient")
+        if local:
+            dk = self.local_kv_grad(e, e.op("get-tuple-element", kv, [fb], "index=1"))
+            dv = self.local_kv_grad(e, e.op("get-tuple-element", kv, [fb], "index=2"))
+        else:
+            dk = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=1"), "key gradient")
+            dv = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=2"), "value gradient")
         if c.use_rope:
             dq, dk = self.rope(e, dq, c.HL, backward=True), self.rope(e, dk, c.KVL, backward=True)
         d3 = {"wq": e.op("bitcast", bf(B, S, c.HL * c.HD), [dq]),
@@ -810,15 +887,23 @@ class Step:
         shapes = {"table": (F32, (c.VL, D // c.fsdp)), "final_norm": (F32, (c.DT,))}
         if not c.tied:  # logits_dense: [embed, vocab], embed over 'fsdp', vocab over 'tensor'
             shapes["logits"] = (F32, (D // c.fsdp, c.VL))
-        for name, dims, kind in c.weights():
-            shapes[name] = (F32, (L,) + c.shard(dims, kind))
+        # a layer's weights are stacked over the scan's iterations: the layers, or with a mixed attention
+        # pattern the blocks, one stack per layer of a block (key 'wq_3': wq of each block's fourth layer)
+        P, NB = c.P, c.blocks
+
+        def key(name, j):
+            return name if P == 1 else f"{name}_{j}"
+        for j in range(P):
+            for name, dims, kind in c.weights():
+                shapes[key(name, j)] = (F32, (NB,) + c.shard(dims, kind))
         for name, shape in shapes.items():
             params[name] = e.param(shape, f"{name}.{len(e.params)}")
         for which in ("mu", "nu"):
             for name, shape in shapes.items():
                 moments[(which, name)] = e.param(shape, f"{which}_{name}.{len(e.params)}")
-        layer_names = [name for name, _, _ in c.weights()]
-        kinds = {name: kind for name, _, kind in c.weights()}
+        names = [name for name, _, _ in c.weights()]
+        layer_names = [key(name, j) for j in range(P) for name in names]
+        kinds = {key(name, j): kind for j in range(P) for name, _, kind in c.weights()}
 
         # embedding (vocabulary over 'tensor', embed over 'fsdp'): the table is all-gathered over 'fsdp';
         # use_iota_embed multiplies it by the one-hot tokens, otherwise the tokens' rows are gathered
@@ -842,9 +927,9 @@ class Step:
 
         # forward scan: save what the remat policy keeps for the backward
         keep = c.saved()
-        nk = len(keep)
-        saved0 = [e.op("broadcast", (dt, (L,) + dims), [e.const("0", dt, ())], "dimensions={}")
-                  for _, (dt, dims), _ in keep]
+        nk = len(keep) * P  # saved stacks, one per saved value and layer of a block
+        saved0 = [e.op("broadcast", (dt, (NB,) + dims), [e.const("0", dt, ())], "dimensions={}")
+                  for _ in range(P) for _, (dt, dims), _ in keep]
 
         offloaded = {n for n, _, where in keep if where == "offload"}
 
@@ -865,14 +950,22 @@ class Step:
             i, x, saved = v[0], v[1], v[2:2 + nk]
             stacks = dict(zip(layer_names, v[2 + nk:2 + nk + len(layer_names)]))
             self.cos, self.sin = v[-2], v[-1]
-            s = Offloading(f)
-            y, _ = self.layer_fwd(f, x, self.layer_weights(f, stacks, i), values=s)
-            return [y] + [self.store(f, st, s.host[n] if where == "offload" else s[n], i)
-                          for (n, _, where), st in zip(keep, saved)] + v[2 + nk:]
+            stores = []
+            W = self.layer_weights(f, {n: stacks[key(n, 0)] for n in names}, i)
+            for j in range(P):
+                s = Offloading(f)
+                # the next layer's weight gathers are issued before this layer runs, so they overlap it
+                W_next = self.layer_weights(f, {n: stacks[key(n, j + 1)] for n in names}, i) if j + 1 < P else None
+                x, _ = self.layer_fwd(f, x, W, values=s, kind=c.pattern[j])
+                stores += [self.store(f, st, s.host[n] if where == "offload" else s[n], i)
+                           for (n, _, where), st in zip(keep, saved[j * len(keep):(j + 1) * len(keep)])]
+                W = W_next
+            return [x] + stores + v[2 + nk:]
         zero = e.const("0", S32, ())
         what = ", ".join(f"{n}{' (offloaded to host memory)' if where == 'offload' else ''}" for n, _, where in keep)
-        out = self.loop(e, "forward", L, [zero, x0] + saved0 + [params[n] for n in layer_names] + [cos, sin],
-                        fwd_body, f"Forward scan over the {L} layers: each layer saves {what} "
+        scan = f"the {L} layers" if P == 1 else f"the {NB} blocks of {P} layers ({', '.join(c.pattern)} attention)"
+        out = self.loop(e, "forward", NB, [zero, x0] + saved0 + [params[n] for n in layer_names] + [cos, sin],
+                        fwd_body, f"Forward scan over {scan}: each layer saves {what} "
                         f"({c.remat} remat).")
         xL, saved = out[1], out[2:2 + nk]
 
@@ -902,19 +995,28 @@ class Step:
             i, dy, saved_v = v[0], v[1], v[2:2 + nk]
             stacks = dict(zip(layer_names, v[2 + nk:2 + nk + nl]))
             self.cos, self.sin = v[2 + nk + nl], v[3 + nk + nl]
-            gstacks = v[4 + nk + nl:]
-            idx = f.sub(f.const(str(L - 1), S32, ()), i)
-            got = {n: self.fetch(f, st, idx) if where == "offload" else self.layer_slice(f, st, idx)
-                   for (n, _, where), st in zip(keep, saved_v)}
-            W = self.layer_weights(f, stacks, idx)
-            _, s = self.layer_fwd(f, got["x"], W, got, recompute=True)
-            dx, g = self.layer_bwd(f, dy, s, W)
-            new = [self.store(f, gs, self.reduce_grad(f, n, kinds[n], g[n], f"{n} gradient (per layer)"), idx)
-                   for n, gs in zip(layer_names, gstacks)]
-            return [dx] + v[2:4 + nk + nl] + new
+            gstacks = dict(zip(layer_names, v[4 + nk + nl:]))
+            idx = f.sub(f.const(str(NB - 1), S32, ()), i)
+            new, W = {}, None
+            for j in reversed(range(P)):  # a block's layers in reverse
+                got = {n: self.fetch(f, st, idx) if where == "offload" else self.layer_slice(f, st, idx)
+                       for (n, _, where), st in zip(keep, saved_v[j * len(keep):(j + 1) * len(keep)])}
+                if W is None:
+                    W = self.layer_weights(f, {n: stacks[key(n, j)] for n in names}, idx)
+                W_next = self.layer_weights(f, {n: stacks[key(n, j - 1)] for n in names}, idx) if j > 0 else None
+                _, s = self.layer_fwd(f, got["x"], W, got, recompute=True, kind=c.pattern[j])
+                dy, g = self.layer_bwd(f, dy, s, W)
+                for n in names:
+                    k = key(n, j)
+                    new[k] = self.store(f, gstacks[k], self.reduce_grad(f, n, kinds[k], g[n],
+                                                                        f"{n} gradient (per layer)"), idx)
+                W = W_next
+            return [dy] + v[2:4 + nk + nl] + [new[k] for k in layer_names]
         again = f"the layer's forward up to its MLP activation around what it saved ({c.remat} remat)"
-        out = self.loop(e, "backward", L, [zero, dxL] + saved + [params[n] for n in layer_names] + [cos, sin] + grads0,
-                        bwd_body, f"Backward scan over the {L} layers in reverse: recompute {again}, then its "
+        if c.post_norms:
+            again = f"the layer's forward up to its MLP output (its post-norm's input) around what it saved ({c.remat} remat)"
+        out = self.loop(e, "backward", NB, [zero, dxL] + saved + [params[n] for n in layer_names] + [cos, sin] + grads0,
+                        bwd_body, f"Backward scan over {scan} in reverse: recompute {again}, then its "
                         "backward; gradients reduce-scattered.")
         dx0 = out[1]
         grads = dict(zip(layer_names, out[4 + nk + nl:]))

@@ -84,14 +84,32 @@ for _d in MODEL_CONFIGS.values():
 # reduction per norm where LayerNorm has two) and without the position table's add (elementwise, small).
 MODEL_CONFIGS["gpt3-175b"] = dict(emb=12288, heads=96, kv_heads=96, head_dim=128, mlp=49152, layers=96, vocab=50304,
                                   mlp_matrices=2, activation="gelu", rope=False, tied=True, iota_embed=True)
-UNSUPPORTED_CONFIGS = {"gemma3": "gemma3's local/global attention layers are not generated",
-                       "mixtral": "mixture-of-experts layers are not generated"}
+# gemma3-12b (configs/models/gemma3-12b.yml at tpu-recipes-v0.1.5, decoder_block gemma3, layers/gemma3.py):
+# GQA with head_dim 256, a gated gelu MLP (mlp_activations gelu, linear), logits via the embedding, RMSNorms
+# after attention and after the MLP too (use_post_attn_norm, use_post_ffw_norm), and attention in blocks of
+# six layers: five over a sliding window of 1024 tokens, then one global (Gemma3ScannableBlock; the scan
+# runs over the 8 blocks). Query/key RMSNorms (gemma3 always applies them, per head over head_dim) are left
+# out: elementwise passes over Q and K, small next to the layer's matmuls (workloads/README.md).
+MODEL_CONFIGS["gemma3-12b"] = dict(emb=3840, heads=16, kv_heads=8, head_dim=256, mlp=15360, layers=48,
+                                   vocab=262144, mlp_matrices=3, activation="gelu", tied=True, iota_embed=False,
+                                   pattern=("local",) * 5 + ("global",), window=1024, post_norms=True)
+UNSUPPORTED_CONFIGS = {"mixtral": "mixture-of-experts layers are not generated"}
 
 
 def config_name(spec):
     """The MaxText model_name a model_spec names, or None."""
     m = re.search(r"model_name=([\w.\-]+)", spec)
     return m.group(1) if m else None
+
+
+def row_dims(row):
+    """parse_spec of a row's model_spec with the row's own config keys that change the model as generated:
+    use_iota_embed (the recipes' tuning_params set it; MaxText's base.yml default is False)."""
+    d = parse_spec(row["model_spec"])
+    m = re.search(r"(?:^|;)use_iota_embed=(True|False)(?:;|$)", row.get("config", ""))
+    if d is not None and m:
+        d["iota_embed"] = m.group(1) == "True"
+    return d
 
 
 def parse_spec(spec):
@@ -116,9 +134,16 @@ def matmul_params(d):
 
 
 def per_device_tflop(d, batch, seq):
-    """MaxText's per-device TFLOP per training step (formula quoted in the CSV's `includes`)."""
+    """MaxText's per-device TFLOP per training step (formula quoted in the CSV's `includes`). With a mixed
+    attention pattern (gemma3), MaxText's calculate_mixed_attention_model_tflops_training_per_device: a local
+    layer's attention counts seq x min(window, seq) products where a global one counts seq^2, both halved
+    (causal) and x3 (forward and backward), as for the others."""
     dense = 6 * matmul_params(d) * seq * batch
-    attention = 6 * d["heads"] * d["layers"] * d["head_dim"] * seq * seq * batch
+    pattern = d.get("pattern", ("global",))
+    blocks = d["layers"] // len(pattern)
+    local = blocks * sum(1 for k in pattern if k == "local")
+    window = min(d.get("window") or seq, seq)
+    attention = 6 * d["heads"] * d["head_dim"] * batch * seq * ((d["layers"] - local) * seq + local * window)
     return (dense + attention) / 1e12
 
 
@@ -244,6 +269,12 @@ def scoped_vmem_limit_kib(row):
     for name, text in XLA_FLAG_LIBRARY.items():
         if re.search(r"\b" + name + r"\b", flags):
             flags += " " + text
+    # CUSTOM_VMEM_LIMIT_FLAG is a format string of the library: the recipe passes its value
+    # (the CSV writes it as the recipe's call, CUSTOM_VMEM_LIMIT_FLAG(vmem_limit=N))
+    for value in re.findall(r"\bCUSTOM_VMEM_LIMIT_FLAG\(vmem_limit=([^)]*)\)", flags):
+        flags += f" --xla_tpu_scoped_vmem_limit_kib={value}"
+    if re.search(r"\bCUSTOM_VMEM_LIMIT_FLAG\b(?!\()", flags):
+        raise ValueError("xla_flags: CUSTOM_VMEM_LIMIT_FLAG without its vmem_limit")
     found = re.findall(r"--xla_tpu_scoped_vmem_limit_kib=(\S*)", flags)
     if not found:
         return None
@@ -256,7 +287,7 @@ def scoped_vmem_limit_kib(row):
 def step_args(row):
     """The row's arguments of maxtext_hlo.emit and maxtext_hlo.Config."""
     fsdp, tensor, slices, cp = _mesh(row)
-    return (parse_spec(row["model_spec"]), chip_batch(row), int(row["seq_len"]), fsdp, tensor, slices, remat(row),
+    return (row_dims(row), chip_batch(row), int(row["seq_len"]), fsdp, tensor, slices, remat(row),
             row["precision"], cp)
 
 
