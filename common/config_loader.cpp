@@ -683,4 +683,37 @@ TPUSIM_ENUM_NAMES(HbmAddressMap, TPUSIM_HBM_ADDRESS_MAPS)
 #undef TPUSIM_ENUM_CASE
 #undef TPUSIM_ENUM_PARSE
 
+std::vector<FittedKey> fitted_keys(std::string_view yaml) {
+  std::vector<FittedKey> out;
+  std::vector<std::pair<std::size_t, std::string>> path;  // (indent, key) of the enclosing mappings
+  const auto trim = [](std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
+    return t;
+  };
+  while (!yaml.empty()) {
+    const std::size_t eol = yaml.find('\n');
+    std::string_view line = yaml.substr(0, eol);
+    yaml = eol == std::string_view::npos ? std::string_view{} : yaml.substr(eol + 1);
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string_view::npos) continue;
+    const std::size_t hash = line.find('#');
+    const std::string_view body = trim(line.substr(0, hash));
+    const std::size_t colon = body.find(':');
+    if (body.empty() || colon == std::string_view::npos) continue;
+    while (!path.empty() && path.back().first >= indent) path.pop_back();
+    const std::string key(trim(body.substr(0, colon)));
+    const std::string_view value = trim(body.substr(colon + 1));
+    if (value.empty()) {
+      path.emplace_back(indent, key);
+      continue;
+    }
+    if (hash == std::string_view::npos || trim(line.substr(hash + 1)).rfind("fitted", 0) != 0) continue;
+    std::string dotted;
+    for (const auto& [i, k] : path) dotted += k + ".";
+    out.push_back(FittedKey{dotted + key, std::string(value)});
+  }
+  return out;
+}
+
 }  // namespace tpusim

@@ -41,6 +41,15 @@ struct PresetText {
 std::span<const PresetText> builtin_presets();
 const PresetText* find_preset(std::string_view name);
 
+// The keys of a preset's YAML text whose value carries a comment starting with
+// `fitted` (a constant fitted on measured data, docs/config.md): the dotted key
+// and the value as written ("dcn.latency", "440 us"), in file order.
+struct FittedKey {
+  std::string key;
+  std::string value;
+};
+std::vector<FittedKey> fitted_keys(std::string_view yaml);
+
 // `chip` is a preset name ("v5e") or a YAML file path. Overrides are
 // "key=value" strings (the value is YAML: "[4,4]", "819 GB/s", "8").
 Result<LoadedConfig> load_config(std::string_view chip, std::span<const std::string> overrides = {});

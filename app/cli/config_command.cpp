@@ -252,26 +252,14 @@ std::string config_reference_markdown() {
        "- critical arithmetic intensity = bf16 peak / HBM bytes/s (FLOP per byte)\n"
        "- VPU FLOP/s = tensorcores x sublanes x lanes x alus_per_lane x clock\n"
        "\n## Fitted constants in the presets\n\n"
-       "`hbm.efficiency` and `ici.link_efficiency` stay at their nominal 1, and\n"
-       "`core.sequencer.kernel_overhead` at its nominal 0, in a preset unless the chip has at least two\n"
-       "calibration rows of measured TPU data for the key (`tests/validation/refs/hw/`; for the kernel\n"
-       "overhead, device-timed kernels small enough that the fixed cost shows); the fitted value's comment\n"
-       "in the preset gives the rows and the fit, `docs/validation.md` the error on the validation rows.\n"
-       "Presets with a fitted value (read from the presets themselves):\n\n";
-  // Listed from the embedded presets, so this section cannot disagree with them.
+       "A preset keeps a key that is an assumption at its nominal or assumed value unless the chip has\n"
+       "calibration rows of measured TPU data for it (`tests/validation/refs/hw/`); a fitted value's\n"
+       "comment in the preset starts with `fitted` and gives the rows and the fit, `docs/validation.md`\n"
+       "the error on the validation rows. Presets with a fitted value (read from the presets themselves):\n\n";
+  // Listed from the embedded presets' text, so this section cannot disagree with them.
   for (const PresetText& preset : builtin_presets()) {
-    const auto loaded = load_config(preset.name);
-    if (!loaded.ok()) continue;
-    const ChipConfig& c = loaded->chip;
-    if (c.hbm.efficiency != 1.0) {
-      s += fmt::format("- {}: `hbm.efficiency` = {:g} (`{}`)\n", preset.name, c.hbm.efficiency, preset.path);
-    }
-    if (c.ici.link_efficiency != 1.0) {
-      s += fmt::format("- {}: `ici.link_efficiency` = {:g} (`{}`)\n", preset.name, c.ici.link_efficiency, preset.path);
-    }
-    if (c.core.sequencer.kernel_overhead != 0.0) {
-      s += fmt::format("- {}: `core.sequencer.kernel_overhead` = {} (`{}`)\n", preset.name,
-                       format_quantity(c.core.sequencer.kernel_overhead, Dimension::kSeconds), preset.path);
+    for (const auto& [key, value] : fitted_keys(preset.yaml)) {
+      s += fmt::format("- {}: `{}` = {} (`{}`)\n", preset.name, key, value, preset.path);
     }
   }
   return s;

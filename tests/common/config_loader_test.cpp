@@ -261,5 +261,48 @@ TEST(Params, EveryDefaultParsesAndLiesInRange) {
   }
 }
 
+TEST(FittedKeys, KeysWhoseCommentStartsWithFittedByTheirDottedPath) {
+  const std::string_view yaml =
+      "name: x\n"
+      "core:\n"
+      "  sequencer:\n"
+      "    # fitted on something (a comment line, not a key)\n"
+      "    kernel_overhead: 1.25 us      # fitted (above)\n"
+      "    dispatch_latency: 1           # assumption\n"
+      "hbm:\n"
+      "  efficiency: 0.87\n"
+      "dcn:\n"
+      "  latency: 440 us   # fitted on the cal rows: the step's growth\n"
+      "                    # fitted continues the comment, not a key\n"
+      "  bandwidth_per_chip: 100 Gbps # [source] fitted later is not at the start\n";
+  const std::vector<FittedKey> got = fitted_keys(yaml);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].key, "core.sequencer.kernel_overhead");
+  EXPECT_EQ(got[0].value, "1.25 us");
+  EXPECT_EQ(got[1].key, "dcn.latency");
+  EXPECT_EQ(got[1].value, "440 us");
+}
+
+TEST(FittedKeys, EveryFittedPresetValueIsTheLoadedValue) {
+  // What docs/config.md lists is what the preset loads: each fitted key's text, set on the preset
+  // again, leaves the configuration as loaded.
+  std::size_t total = 0;
+  for (const PresetText& preset : builtin_presets()) {
+    const auto base = load_config(preset.name);
+    ASSERT_TRUE(base.ok()) << preset.name;
+    for (const FittedKey& f : fitted_keys(preset.yaml)) {
+      ++total;
+      EXPECT_EQ(base->origins.at(f.key).kind, OriginKind::kPreset) << preset.name << " " << f.key;
+      const std::vector<std::string> set{f.key + "=" + f.value};
+      const auto again = load_config(preset.name, set);
+      ASSERT_TRUE(again.ok()) << preset.name << " " << f.key;
+      const ParamDecl* decl = find_param(f.key);
+      ASSERT_NE(decl, nullptr) << f.key;
+      EXPECT_EQ(param_value_text(*decl, again->chip), param_value_text(*decl, base->chip)) << preset.name << " " << f.key;
+    }
+  }
+  EXPECT_GE(total, 6u);  // v5e and v6e dcn.latency, v7's four
+}
+
 }  // namespace
 }  // namespace tpusim
