@@ -5,9 +5,9 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <queue>
+#include <unordered_map>
 
 namespace tpusim::interconnect {
 
@@ -17,22 +17,6 @@ constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
 
-struct UnionFind {
-  std::vector<std::uint32_t> parent;
-  explicit UnionFind(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
-  std::uint32_t find(std::uint32_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];
-      x = parent[x];
-    }
-    return x;
-  }
-  void unite(std::uint32_t a, std::uint32_t b) {
-    a = find(a);
-    b = find(b);
-    if (a != b) parent[std::max(a, b)] = std::min(a, b);
-  }
-};
 
 }  // namespace
 
@@ -174,113 +158,178 @@ void Network::complete(TransferId id, double time) {
   }
 }
 
-Network::Replicas Network::plan_replicas() const {
+Network::Replicas Network::plan_replicas() {
   Replicas r;
   const std::size_t n = transfers_.size();
   if (!params_.replicate_identical || n < 2) return r;
+  ReplicaScratch& w = scratch_;
   // A join without dependencies completes at its start delay, a fixed time:
   // it does not tie its successors together.
-  std::vector<char> source(n, 0);
-  for (std::size_t i = 0; i < n; ++i) source[i] = transfers_[i].route_length == 0 && transfers_[i].pending == 0;
-  UnionFind uf(n);
+  w.source.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) w.source[i] = transfers_[i].route_length == 0 && transfers_[i].pending == 0;
+  w.parent.resize(n);
+  std::iota(w.parent.begin(), w.parent.end(), 0u);
+  const auto find = [&](std::uint32_t x) {
+    while (w.parent[x] != x) {
+      w.parent[x] = w.parent[w.parent[x]];
+      x = w.parent[x];
+    }
+    return x;
+  };
+  const auto unite = [&](std::uint32_t a, std::uint32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) w.parent[std::max(a, b)] = std::min(a, b);
+  };
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (source[i] != 0) continue;
-    for (std::uint32_t e = succ_offset_[i]; e < succ_offset_[i + 1]; ++e) uf.unite(i, succ_[e]);
+    if (w.source[i] != 0) continue;
+    for (std::uint32_t e = succ_offset_[i]; e < succ_offset_[i + 1]; ++e) unite(i, succ_[e]);
   }
-  {
-    std::vector<std::uint32_t> user(topo_.num_links(), kNone);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const Transfer& t = transfers_[i];
-      for (std::uint32_t h = 0; h < t.route_length; ++h) {
-        std::uint32_t& u = user[routes_[t.route_offset + h]];
-        if (u == kNone) {
-          u = i;
-        } else {
-          uf.unite(i, u);
-        }
+  w.user.assign(topo_.num_links(), kNone);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Transfer& t = transfers_[i];
+    for (std::uint32_t h = 0; h < t.route_length; ++h) {
+      std::uint32_t& u = w.user[routes_[t.route_offset + h]];
+      if (u == kNone) {
+        u = i;
+      } else {
+        unite(i, u);
       }
     }
   }
-  // The components, each with its transfers in index order.
-  std::vector<std::uint32_t> comp(n, kNone), local(n, 0), comp_of_root(n, kNone);
-  std::vector<std::vector<TransferId>> members;
+  // The components, each with its transfers in index order (CSR: first[c]..first[c + 1] of order).
+  w.comp.assign(n, kNone);
+  w.local.assign(n, 0);
+  w.comp_of_root.assign(n, kNone);
+  w.size.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (source[i] != 0) continue;
-    std::uint32_t& c = comp_of_root[uf.find(i)];
+    if (w.source[i] != 0) continue;
+    std::uint32_t& c = w.comp_of_root[find(i)];
     if (c == kNone) {
-      c = static_cast<std::uint32_t>(members.size());
-      members.emplace_back();
+      c = static_cast<std::uint32_t>(w.size.size());
+      w.size.push_back(0);
     }
-    comp[i] = c;
-    local[i] = static_cast<std::uint32_t>(members[c].size());
-    members[c].push_back(i);
+    w.comp[i] = c;
+    w.local[i] = w.size[c]++;
   }
-  r.components = members.size();
-  r.simulated = members.size();
-  if (members.size() < 2) return r;
+  const std::size_t ncomp = w.size.size();
+  r.components = ncomp;
+  r.simulated = ncomp;
+  if (ncomp < 2) return r;
+  w.first.assign(ncomp + 1, 0);
+  for (std::size_t c = 0; c < ncomp; ++c) w.first[c + 1] = w.first[c] + w.size[c];
+  w.order.resize(w.first[ncomp]);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (w.comp[i] != kNone) w.order[w.first[w.comp[i]] + w.local[i]] = i;
+  }
 
   // What run()'s first loop does before any event: the starts it makes in
   // each component, in order, with their times (joins complete at once and
   // start their successors), and each transfer's state after it.
-  std::vector<std::uint32_t> pending(n);
-  std::vector<double> ready(n, 0.0);
-  for (std::size_t i = 0; i < n; ++i) pending[i] = transfers_[i].pending;
-  std::vector<std::vector<std::uint64_t>> starts(members.size());
+  w.pending.resize(n);
+  w.ready.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) w.pending[i] = transfers_[i].pending;
+  w.starts.clear();  // (component, local index, time) in start order
   const auto start = [&](auto&& self, TransferId id, double time) -> void {
-    if (comp[id] != kNone) {
-      starts[comp[id]].push_back(local[id]);
-      starts[comp[id]].push_back(bits(time));
-    }
+    if (w.comp[id] != kNone) w.starts.push_back({w.comp[id], w.local[id], time});
     if (transfers_[id].route_length != 0) return;
     for (std::uint32_t e = succ_offset_[id]; e < succ_offset_[id + 1]; ++e) {
       const TransferId s = succ_[e];
-      ready[s] = std::max(ready[s], time);
-      if (--pending[s] == 0) self(self, s, ready[s] + transfers_[s].start_delay);
+      w.ready[s] = std::max(w.ready[s], time);
+      if (--w.pending[s] == 0) self(self, s, w.ready[s] + transfers_[s].start_delay);
     }
   };
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (pending[i] == 0) start(start, i, transfers_[i].start_delay);
+    if (w.pending[i] == 0) start(start, i, transfers_[i].start_delay);
   }
+  std::stable_sort(w.starts.begin(), w.starts.end(),
+                   [](const ReplicaScratch::Start& a, const ReplicaScratch::Start& b) { return a.comp < b.comp; });
+  w.starts_first.assign(ncomp + 1, 0);
+  for (const ReplicaScratch::Start& st : w.starts) ++w.starts_first[st.comp + 1];
+  for (std::size_t c = 0; c < ncomp; ++c) w.starts_first[c + 1] += w.starts_first[c];
 
-  // A component's description up to renaming; equal descriptions, equal runs.
-  std::map<std::vector<std::uint64_t>, std::uint32_t> kinds;
-  std::vector<std::vector<LinkId>> rep_links(members.size());
-  std::vector<std::uint32_t> link_local(topo_.num_links(), kNone);
-  r.skip.assign(n, 0);
-  r.simulated = 0;
-  for (std::uint32_t c = 0; c < members.size(); ++c) {
-    std::vector<std::uint64_t> sig;
-    std::vector<LinkId> links;
-    for (const TransferId id : members[c]) {
+  // A component's description up to renaming, word by word (equal words,
+  // equal runs): streamed into a hash of its first words, compared against
+  // a kind's stored words, or stored for a new kind; the sink returns false
+  // to stop early. `links` gets its links in the order they are first named.
+  w.link_local.assign(topo_.num_links(), kNone);
+  const auto describe = [&](std::uint32_t c, std::vector<LinkId>& links, auto&& sink) {
+    links.clear();
+    bool more = true;
+    for (std::uint32_t k = w.first[c]; more && k < w.first[c + 1]; ++k) {
+      const TransferId id = w.order[k];
       const Transfer& t = transfers_[id];
-      sig.insert(sig.end(), {bits(t.bytes), bits(t.packet_bytes), t.packets, bits(t.start_delay), t.route_length,
-                             t.tag, pending[id], bits(ready[id])});
-      for (std::uint32_t h = 0; h < t.route_length; ++h) {
+      more = sink(bits(t.bytes)) && sink(bits(t.packet_bytes)) && sink(t.packets) && sink(bits(t.start_delay)) &&
+             sink(t.route_length) && sink(t.tag) && sink(w.pending[id]) && sink(bits(w.ready[id]));
+      for (std::uint32_t h = 0; more && h < t.route_length; ++h) {
         const LinkId l = routes_[t.route_offset + h];
-        if (link_local[l] == kNone) {
-          link_local[l] = static_cast<std::uint32_t>(links.size());
+        if (w.link_local[l] == kNone) {
+          w.link_local[l] = static_cast<std::uint32_t>(links.size());
           links.push_back(l);
         }
-        sig.insert(sig.end(), {link_local[l], bits(link_bw_[l]), bits(link_latency_[l])});
+        more = sink(w.link_local[l]) && sink(bits(link_bw_[l])) && sink(bits(link_latency_[l]));
       }
-      sig.push_back(succ_offset_[id + 1] - succ_offset_[id]);
-      for (std::uint32_t e = succ_offset_[id]; e < succ_offset_[id + 1]; ++e) sig.push_back(local[succ_[e]]);
+      more = more && sink(succ_offset_[id + 1] - succ_offset_[id]);
+      for (std::uint32_t e = succ_offset_[id]; more && e < succ_offset_[id + 1]; ++e) more = sink(w.local[succ_[e]]);
     }
-    sig.push_back(kNone);
-    sig.insert(sig.end(), starts[c].begin(), starts[c].end());
-    for (const LinkId l : links) link_local[l] = kNone;
-    const auto [it, added] = kinds.emplace(std::move(sig), c);
-    if (added) {
-      rep_links[c] = std::move(links);
+    more = more && sink(kNone);
+    for (std::uint32_t k = w.starts_first[c]; more && k < w.starts_first[c + 1]; ++k) {
+      more = sink(w.starts[k].local) && sink(bits(w.starts[k].time));
+    }
+    for (const LinkId l : links) w.link_local[l] = kNone;
+    return more;
+  };
+
+  struct Kind {
+    std::uint32_t comp;
+    std::vector<std::uint64_t> words;
+    std::vector<LinkId> links;
+  };
+  std::vector<Kind> kinds;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_hash;  // hash -> indices into kinds
+  r.skip.assign(n, 0);
+  r.simulated = 0;
+  std::vector<LinkId> links;
+  for (std::uint32_t c = 0; c < ncomp; ++c) {
+    std::uint64_t hash = 0x9e3779b97f4a7c15ull;
+    std::size_t hashed = 0;
+    describe(c, links, [&](std::uint64_t word) {
+      hash ^= word + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
+      return ++hashed < 64;  // the first words tell most kinds apart; a match is checked in full
+    });
+    std::vector<std::uint32_t>& candidates = by_hash[hash];
+    const Kind* same = nullptr;
+    for (const std::uint32_t k : candidates) {
+      std::size_t pos = 0;
+      bool equal = true;
+      const std::vector<std::uint64_t>& words = kinds[k].words;
+      describe(c, links, [&](std::uint64_t word) {
+        equal = pos < words.size() && words[pos] == word;
+        ++pos;
+        return equal;
+      });
+      if (equal && pos == words.size()) {
+        same = &kinds[k];
+        break;
+      }
+    }
+    if (same == nullptr) {
+      Kind kind{c, {}, {}};
+      describe(c, kind.links, [&kind](std::uint64_t word) {
+        kind.words.push_back(word);
+        return true;
+      });
+      candidates.push_back(static_cast<std::uint32_t>(kinds.size()));
+      kinds.push_back(std::move(kind));
       ++r.simulated;
       continue;
     }
-    const std::uint32_t rep = it->second;
-    for (std::size_t k = 0; k < members[c].size(); ++k) {
-      r.skip[members[c][k]] = 1;
-      r.transfers.emplace_back(members[c][k], members[rep][k]);
+    for (std::uint32_t k = 0; k < w.size[c]; ++k) {
+      const TransferId replica = w.order[w.first[c] + k];
+      r.skip[replica] = 1;
+      r.transfers.emplace_back(replica, w.order[w.first[same->comp] + k]);
     }
-    for (std::size_t k = 0; k < links.size(); ++k) r.links.emplace_back(links[k], rep_links[rep][k]);
+    for (std::size_t k = 0; k < links.size(); ++k) r.links.emplace_back(links[k], same->links[k]);
   }
   return r;
 }
@@ -319,8 +368,8 @@ NetworkRunStats Network::run() {
   }
   edges_.clear();
 
-  const Replicas replicas = plan_replicas();
-  skip_ = replicas.skip;
+  Replicas replicas = plan_replicas();
+  skip_ = std::move(replicas.skip);
   skip_.resize(n, 0);
   // A watched replica link's intervals are its simulated twin's: record
   // those too (hidden slots, dropped after the copy).

@@ -152,7 +152,21 @@ class Network {
     std::uint64_t components = 0;
     std::uint64_t simulated = 0;
   };
-  Replicas plan_replicas() const;
+  Replicas plan_replicas();
+  // plan_replicas's working storage, kept between runs (Network::reset).
+  struct ReplicaScratch {
+    struct Start {
+      std::uint32_t comp;
+      std::uint32_t local;
+      double time;
+    };
+    std::vector<char> source;
+    std::vector<std::uint32_t> parent, user, comp, local, comp_of_root, size, first, order, pending, link_local;
+    std::vector<std::uint32_t> starts_first;
+    std::vector<double> ready;
+    std::vector<Start> starts;
+  };
+  ReplicaScratch scratch_;
   void copy_replicas(const Replicas& r);
 
   void start(TransferId t, double time);
