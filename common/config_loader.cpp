@@ -686,11 +686,6 @@ TPUSIM_ENUM_NAMES(HbmAddressMap, TPUSIM_HBM_ADDRESS_MAPS)
 std::vector<FittedKey> fitted_keys(std::string_view yaml) {
   std::vector<FittedKey> out;
   std::vector<std::pair<std::size_t, std::string>> path;  // (indent, key) of the enclosing mappings
-  const auto trim = [](std::string_view t) {
-    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
-    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.remove_suffix(1);
-    return t;
-  };
   while (!yaml.empty()) {
     const std::size_t eol = yaml.find('\n');
     std::string_view line = yaml.substr(0, eol);

@@ -77,12 +77,6 @@ constexpr std::array kAmbiguous{
     Ambiguous{"GiBps", "write GiB/s"},
 };
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // Length of the leading decimal number in s (digits, '.', exponent), 0 if none.
 size_t number_prefix(std::string_view s) {
   size_t i = 0;
@@ -117,6 +111,12 @@ std::string units_of(Dimension d) {
 }
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 std::string_view dimension_name(Dimension d) {
   switch (d) {

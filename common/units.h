@@ -21,6 +21,9 @@ constexpr std::int64_t round_up(std::int64_t a, std::int64_t m) { return ceil_di
 // half of it are the same instant.
 constexpr double kTimeEpsilonSeconds = 0.5e-12;
 
+// s without the spaces and tabs at either end.
+std::string_view trim(std::string_view s);
+
 // The physical dimension a configuration value carries.
 enum class Dimension {
   kBytes,           // B, kB, MB, GB, TB (decimal) / KiB, MiB, GiB, TiB (binary)

@@ -9,6 +9,8 @@
 #include <queue>
 #include <unordered_map>
 
+#include <boost/container_hash/hash.hpp>
+
 namespace tpusim::interconnect {
 
 namespace {
@@ -16,7 +18,6 @@ namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
-
 
 }  // namespace
 
@@ -286,15 +287,15 @@ Network::Replicas Network::plan_replicas() {
     std::vector<LinkId> links;
   };
   std::vector<Kind> kinds;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_hash;  // hash -> indices into kinds
+  std::unordered_map<std::size_t, std::vector<std::uint32_t>> by_hash;  // hash -> indices into kinds
   r.skip.assign(n, 0);
   r.simulated = 0;
   std::vector<LinkId> links;
   for (std::uint32_t c = 0; c < ncomp; ++c) {
-    std::uint64_t hash = 0x9e3779b97f4a7c15ull;
+    std::size_t hash = 0;
     std::size_t hashed = 0;
     describe(c, links, [&](std::uint64_t word) {
-      hash ^= word + 0x9e3779b97f4a7c15ull + (hash << 6) + (hash >> 2);
+      boost::hash_combine(hash, word);
       return ++hashed < 64;  // the first words tell most kinds apart; a match is checked in full
     });
     std::vector<std::uint32_t>& candidates = by_hash[hash];

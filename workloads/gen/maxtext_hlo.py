@@ -480,9 +480,7 @@ class Step:
         c = self.c
         if c.cp == 1:
             return t
-        zero = e.const("0", BF16, ())
-        full = e.op("pad", bf(c.B, c.S_full, c.KVL, c.HD), [t, zero],
-                    f"padding=0_0x0_{c.S_full - c.kv_len}x0_0x0_0")
+        full = self.pad_kv(e, t, c.S_full)
         return self.reduce_scatter_done(e, self.reduce_scatter(e, full, 1, c.cp_groups, "context", c.cp, where))
 
     def local_kv(self, e, t):
@@ -492,12 +490,12 @@ class Step:
         return e.op("slice", bf(c.B, c.local_kv, c.KVL, c.HD), [t],
                     f"slice={{[0:{c.B}], [0:{c.local_kv}], [0:{c.KVL}], [0:{c.HD}]}}")
 
-    def local_kv_grad(self, e, t):
-        """A local kernel's key or value gradient [B,local_kv,..] padded back to the sequence (the slice's
-        adjoint)."""
+    def pad_kv(self, e, t, rows):
+        """A key or value gradient [B,n,KVL,HD] padded with zeros to `rows` positions (the adjoint of taking
+        its first n: cp_gather's cut, local_kv)."""
         c = self.c
         zero = e.const("0", BF16, ())
-        return e.op("pad", bf(c.B, c.S, c.KVL, c.HD), [t, zero], f"padding=0_0x0_{c.S - c.local_kv}x0_0x0_0")
+        return e.op("pad", bf(c.B, rows, c.KVL, c.HD), [t, zero], f"padding=0_0x0_{rows - t.dims[1]}x0_0x0_0")
 
     def flash(self, e, operands, outs, backward, local=False):
         c = self.c
@@ -742,8 +740,8 @@ class Step:
                         local)
         dq = e.op("get-tuple-element", bf(B, S, c.HL, c.HD), [fb], "index=0")
         if local:
-            dk = self.local_kv_grad(e, e.op("get-tuple-element", kv, [fb], "index=1"))
-            dv = self.local_kv_grad(e, e.op("get-tuple-element", kv, [fb], "index=2"))
+            dk = self.pad_kv(e, e.op("get-tuple-element", kv, [fb], "index=1"), c.S)
+            dv = self.pad_kv(e, e.op("get-tuple-element", kv, [fb], "index=2"), c.S)
         else:
             dk = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=1"), "key gradient")
             dv = self.cp_scatter(e, e.op("get-tuple-element", kv, [fb], "index=2"), "value gradient")
