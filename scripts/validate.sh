@@ -54,14 +54,14 @@ rc=0
   > out/validate_measured_step.json || rc=$?
 [ "$rc" -le 1 ] || status=1
 # Whole MaxText training steps on measured slices (report only; the quick
-# mode runs one validation row, the published table every generated row:
-# about an hour on 2 cores, most of it the 16- and 32-slice rows' DCN
-# collectives). VALIDATE_TRAIN_JSON=FILE reports an earlier run's output
-# (scripts/validate_train.py -o FILE) instead of simulating the rows again.
+# mode runs one validation row, the published table every generated row,
+# JOBS rows at once, default one per core). VALIDATE_TRAIN_JSON=FILE reports
+# an earlier run's output (scripts/validate_train.py -o FILE) instead of
+# simulating the rows again.
 if [ -n "${VALIDATE_TRAIN_JSON:-}" ]; then
   cp "$VALIDATE_TRAIN_JSON" out/validate_train.json
 else
-  train_args=()
+  train_args=(--jobs "${JOBS:-$(nproc)}")
   [ "${VALIDATE_QUICK:-0}" = "1" ] && train_args=(--quick)
   python3 scripts/validate_train.py "$TPUSIM" "${train_args[@]}" -o out/validate_train.json || status=1
 fi

@@ -17,10 +17,11 @@ error was computed). Nothing is fitted here.
 Writes JSON (one object per row, skipped rows with the reason) for
 scripts/validation_report.py.
 
-usage: validate_train.py TPUSIM [--rows 6,12] [--quick] [-o out/validate_train.json]
+usage: validate_train.py TPUSIM [--rows 6,12] [--quick] [--jobs N] [-o out/validate_train.json]
        validate_train.py --combine A.json B.json [-o out/validate_train.json]
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -69,12 +70,42 @@ def quick_rows(rows):
     return [best[1]] if best else []
 
 
+def run_row(tpusim, rows, i, tmp):
+    """Row i's report entry: simulated and compared, or skipped with the reason (progress on stderr)."""
+    r = rows[i]
+    entry = {"row": i, "chip": r["chip"], "model": r["model"], "slice": r["slice"], "split": r["split"],
+             "precision": r["precision"], "num_slices": int(r["num_slices"]), "source": r["source"]}
+    why = maxtext_step.supported(r)
+    if why:
+        entry["skipped"] = why
+        return entry
+    dims = maxtext_step.parse_spec(r["model_spec"])
+    try:
+        sim_s, wall = simulate(tpusim, r, i, tmp)
+    except subprocess.CalledProcessError as err:
+        lines = (err.stderr or "").strip().splitlines()
+        why = lines[-1].split("error: ", 1)[-1] if lines else f"exit status {err.returncode}"
+        why = why.replace(os.path.join(tmp, ""), "")  # the module's temporary folder
+        entry["skipped"] = f"generated; tpusim does not run it: {why}"
+        entry["failed"] = True
+        sys.stderr.write(f"row {i} {r['model']} {r['slice']}: {entry['skipped']}\n")
+        return entry
+    meas = measured_step_s(r, dims)
+    entry.update(measured_s=meas, tpusim_s=sim_s, error=sim_s / meas - 1, sim_wall_s=round(wall, 1),
+                 mesh=maxtext_step.mesh_text(r), system=r["topology_per_slice"].split()[0])
+    sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
+                     f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
+    return entry
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("tpusim", nargs="?", help="the tpusim binary (not needed with --combine)")
     p.add_argument("--rows", help="comma-separated data-row indices (0-based; default: every generated row)")
     p.add_argument("--quick", action="store_true", help="only the cheapest generated validation row (CI)")
     p.add_argument("--csv", default=CSV)
+    p.add_argument("--jobs", type=int, default=1,
+                   help="rows simulated at once (default 1; each is one tpusim process, the largest slices first)")
     p.add_argument("--combine", nargs="+", metavar="JSON",
                    help="write one report from earlier runs' outputs (runs of different rows, e.g. in parallel): "
                         "their simulated rows, the others' reasons as of now; simulates nothing")
@@ -85,6 +116,8 @@ def main():
         return write(combine(rows, a.combine), a.output)
     if not a.tpusim:
         p.error("the tpusim binary is required (unless --combine)")
+    if a.jobs < 1:
+        p.error(f"--jobs {a.jobs}: expected 1 or more")
     if a.rows:
         try:
             chosen = [int(x) for x in a.rows.split(",")]
@@ -97,34 +130,18 @@ def main():
         chosen = quick_rows(rows)
     else:
         chosen = range(len(rows))
-    results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for i in chosen:
-            r = rows[i]
-            entry = {"row": i, "chip": r["chip"], "model": r["model"], "slice": r["slice"], "split": r["split"],
-                     "precision": r["precision"], "num_slices": int(r["num_slices"]), "source": r["source"]}
-            why = maxtext_step.supported(r)
-            if why:
-                entry["skipped"] = why
-            else:
-                dims = maxtext_step.parse_spec(r["model_spec"])
-                try:
-                    sim_s, wall = simulate(a.tpusim, r, i, tmp)
-                except subprocess.CalledProcessError as err:
-                    lines = (err.stderr or "").strip().splitlines()
-                    why = lines[-1].split("error: ", 1)[-1] if lines else f"exit status {err.returncode}"
-                    why = why.replace(os.path.join(tmp, ""), "")  # the module's temporary folder
-                    entry["skipped"] = f"generated; tpusim does not run it: {why}"
-                    entry["failed"] = True
-                    sys.stderr.write(f"row {i} {r['model']} {r['slice']}: {entry['skipped']}\n")
-                    results.append(entry)
-                    continue
-                meas = measured_step_s(r, dims)
-                entry.update(measured_s=meas, tpusim_s=sim_s, error=sim_s / meas - 1, sim_wall_s=round(wall, 1),
-                             mesh=maxtext_step.mesh_text(r), system=r["topology_per_slice"].split()[0])
-                sys.stderr.write(f"row {i} {r['model']} {r['slice']}: measured {meas:.3f} s, tpusim {sim_s:.3f} s "
-                                 f"({100 * entry['error']:+.1f}%, {r['split']}, {wall:.0f} s to simulate)\n")
-            results.append(entry)
+        def run(i):
+            return run_row(a.tpusim, rows, i, tmp)
+        if a.jobs <= 1:
+            results = [run(i) for i in chosen]
+        else:
+            # The largest slices first (the longest simulations), so that the last
+            # rows to finish are short ones; the report keeps the rows' order.
+            order = sorted(chosen, key=lambda i: -int(rows[i]["chips"]))
+            with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+                done = dict(zip(order, pool.map(run, order)))
+            results = [done[i] for i in chosen]
     return write(results, a.output)
 
 
