@@ -89,9 +89,10 @@ class MaxTextStep(unittest.TestCase):
         self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["mlp"], d["layers"], d["vocab"], d["activation"]),
                          (12288, 96, 96, 49152, 96, 50304, "gelu"))
         self.assertIsNone(self.m.supported(gpt3))
-        # the rows it cannot generate say why
-        why = {r["model"]: self.m.supported(r) for r in self.rows if self.m.supported(r)}
-        self.assertIn("mixture-of-experts", why["mixtral-8x7b"])
+        # every row is generated; a model whose dimensions are not here says so
+        self.assertEqual([r["model"] for r in self.rows if self.m.supported(r)], [])
+        other = dict(gpt3, model_spec="MaxText model_name=deepseek3-671b")
+        self.assertIn("not in MODEL_CONFIGS", self.m.supported(other))
 
     def test_gemma3_rows(self):
         # gemma3-12b (configs/models/gemma3-12b.yml): blocks of five sliding-window layers and one global,
@@ -118,6 +119,33 @@ class MaxTextStep(unittest.TestCase):
         self.assertFalse(self.m.parse_spec(llama["model_spec"])["iota_embed"])
         self.assertTrue(self.m.row_dims(llama)["iota_embed"])
 
+    def test_mixtral_row(self):
+        # mixtral-8x7b (configs/models/mixtral-8x7b.yml at tpu-recipes-v0.1.2): 8 experts of mistral's SwiGLU MLP,
+        # 2 per token; the recipe (mixtral_8x7b_dropped) runs MaxText's dense_matmul with capacity factor 1.25
+        # (sparse_matmul and megablox off) under MOE_VMEM_LIMIT_FLAG (80 MiB). Its TFLOP per device by MaxText's
+        # formula of its tag (the router and the 2 chosen experts' MLPs; attention 12*heads*layers*head_dim*
+        # seq^2*batch, no causal halving) is the published TFLOP/s/device times the step time (302.311 x 13.484 s).
+        import re
+        r = next(r for r in self.rows if r["model"] == "mixtral-8x7b")
+        self.assertIsNone(self.m.supported(r))
+        d = self.m.row_dims(r)
+        self.assertEqual((d["emb"], d["heads"], d["kv_heads"], d["head_dim"], d["mlp"], d["layers"], d["vocab"],
+                          d["experts"], d["experts_per_token"], d["capacity_factor"]),
+                         (4096, 32, 8, 128, 14336, 32, 32000, 8, 2, 1.25))
+        B, S = float(r["per_device_batch"]), int(r["seq_len"])
+        published = float(re.search(r"TFLOP/s/device ([\d.]+)", r["also_reported"]).group(1)) * float(r["measured"])
+        formula = (6 * self.m.matmul_params(d) * S * B + 12 * d["heads"] * d["layers"] * d["head_dim"] * S * S * B) / 1e12
+        self.assertAlmostEqual(formula / published, 1.0, delta=1e-4)
+        self.assertEqual(self.m.scoped_vmem_limit_kib(r), 81920)
+        import maxtext_hlo
+        c = maxtext_hlo.Config(*self.m.step_args(r))
+        self.assertEqual(c.C, 1280)  # ceil(4096 x 2 / 8) x 1.25 tokens of a sequence per expert
+        # base.yml's defaults (sparse_matmul, no capacity factor: dropless grouped matmuls) are not generated
+        for config in (r["config"].replace("sparse_matmul=False", "sparse_matmul=True"),
+                       r["config"].replace("capacity_factor=1.25", "capacity_factor=-1")):
+            self.assertIn("without a capacity factor", self.m.supported(dict(r, config=config)))
+        self.assertIn("capacity_factor=x", self.m.supported(dict(r, config=r["config"].replace("=1.25", "=x"))))
+
     def test_no_dead_instructions(self):
         # Every value the generator writes is read (XLA's dead-code elimination would drop one that is not,
         # and tpusim would cost it): default decoder with full and minimal remat and tensor parallelism,
@@ -131,8 +159,9 @@ class MaxTextStep(unittest.TestCase):
         gemma3 = dict(small, kv_heads=2, mlp_matrices=3, activation="gelu", layers=6, pattern=("local", "local", "global"),
                       window=32, post_norms=True)
         offload = ("custom", {n: "offload" for n in ("decoder_layer_input", "query_proj", "out_proj")})
+        moe = dict(llama, experts=4, experts_per_token=2, capacity_factor=1.25)
         for dims, tp, remat in ((small, 2, "full"), (small, 2, "minimal"), (llama, 1, offload), (gpt3, 1, "full"),
-                                (gemma3, 2, "full"), (gemma3, 1, offload)):
+                                (gemma3, 2, "full"), (gemma3, 1, offload), (moe, 1, offload), (moe, 1, "full")):
             text, _ = maxtext_hlo.emit(dims, 2, 256, 4, tp, 2, remat)
             self.assertEqual(dead(text), [], (dims, remat))
         for dims in (llama, gpt3):  # fp8_full (one slice, no tensor parallelism)
@@ -442,6 +471,37 @@ class LlamaStep(unittest.TestCase):
         got = self.run_json("analyze", path)["total"]["flops"]
         self.assertGreaterEqual(got, want)
         self.assertLess(got, 1.03 * want)
+
+    def test_mixture_of_experts_step_flops(self):
+        # A mixtral-style decoder: E experts of the SwiGLU MLP, K per token, capacity C = ceil(S K / E) x 1.25 per
+        # sequence; MaxText's dense_matmul: router, dispatch einsum (B S E C D), the experts' three matmuls over
+        # E B C tokens, combine einsum. Full remat: the recomputation runs up to the experts' outputs (the
+        # backward reads them), not the combine. Backward: combine's two operand gradients, the experts' MLP
+        # (2x), the dispatch's input gradient, the router's two gradients.
+        import math
+        import maxtext_hlo
+        L, D, H, KV, HD, F, V, B, S, E, K = 2, self.D, self.H, self.KV, self.HD, self.F, self.V, 2, self.S, 4, 2
+        d = dict(emb=D, heads=H, kv_heads=KV, head_dim=HD, mlp=F, mlp_matrices=3, layers=L, vocab=V, tied=False,
+                 iota_embed=False, experts=E, experts_per_token=K, capacity_factor=1.25)
+        text, st = maxtext_hlo.emit(d, B, S, 2, 1, 1, "full")
+        C = int(math.ceil(S * K / E) * 1.25)
+        self.assertEqual(st.c.C, C)
+        path = os.path.join(self.tmp.name, "moe.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        self.assertEqual(text.count("reduce-window("), 2)  # the queue places, forward and recomputation
+        T = B * S
+        attn_proj = 2 * T * (D * H * HD + 2 * D * KV * HD + H * HD * D)
+        router, mask = 2 * T * D * E, 2 * B * S * E * C * D  # a dispatch or a combine einsum
+        experts = 2 * E * B * C * D * F * 3
+        fwd = attn_proj + router + mask + experts + mask
+        recompute = attn_proj + router + mask + experts
+        bwd = 2 * attn_proj + 2 * router + 3 * mask + 2 * experts
+        attention = 4 * B * H * S * S * HD / 2
+        want = L * (fwd + recompute + bwd + 4.5 * attention) + 3 * 2 * T * D * V
+        got = self.run_json("analyze", path)["total"]["flops"]
+        self.assertGreaterEqual(got, want)
+        self.assertLess(got, 1.015 * want)  # one dispatch or combine einsum more per layer is 2% here
 
     def test_fp8_full_step(self):
         # The fp8 step does the bf16 step's matmuls (the same FLOPs, the quantizers' elementwise work on top,

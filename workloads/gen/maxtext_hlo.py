@@ -200,6 +200,22 @@ class Config:
             if not window or context > 1:
                 raise ValueError("local attention layers need a window (and no context parallelism)")
             self.local_kv = min(self.S, 2 * int(window))
+        # Mixture of experts (mixtral): MaxText's RoutedMoE with a capacity factor (the dropping
+        # implementation, megablox and sparse_matmul off): each token's top-K experts by router logit, at most
+        # C tokens of a sequence per expert (C = ceil(S x K / E) x capacity_factor), the tokens dispatched
+        # to [E, B, C, D] and combined back by one-hot [B, S, E, C] masks (dense einsums).
+        self.E = int(dims.get("experts", 1))
+        if self.E > 1:
+            self.K = int(dims["experts_per_token"])
+            cf = float(dims.get("capacity_factor", 0))
+            if cf <= 0:
+                raise ValueError("a mixture of experts without a capacity factor (dropless, megablox or "
+                                 "sparse_matmul) is not generated")
+            if not self.gated or tensor > 1 or context > 1 or self.fp8:
+                raise ValueError("a mixture of experts is generated with a gated MLP, FSDP only and bf16")
+            if any(n in self.plan for n in ("g", "up", "pre")):
+                raise ValueError("a remat policy that saves the experts' MLP projections is not generated")
+            self.C = int(max(math.ceil(self.S * self.K / self.E) * cf, cf))
 
     def weights(self):
         """(name, full local [rows, cols] after the tensor split, split: 'col'|'row'|'norm').
@@ -207,8 +223,15 @@ class Config:
         D, HD = self.D, self.HD
         w = [("attn_norm", (self.DT,), "norm"), ("wq", (D, self.HL * HD), "col"), ("wk", (D, self.KVL * HD), "col"),
              ("wv", (D, self.KVL * HD), "col"), ("wo", (self.HL * HD, D), "row"), ("mlp_norm", (self.DT,), "norm")]
-        w += [("wi_0", (D, self.FL), "col"), ("wi_1", (D, self.FL), "col")] if self.gated else [("wi", (D, self.FL), "col")]
-        w += [("wo_mlp", (self.FL, D), "row")]
+        if self.E > 1:
+            # the router, and the experts' kernels MaxText keeps as [E, D, F] and [E, F, D] (embed split over
+            # 'fsdp'), here stacked as [E x D, F] and [E x F, D]: the same bytes gathered and reduce-scattered
+            w += [("wg", (D, self.E), "col"), ("wi_0", (self.E * D, self.FL), "col"),
+                  ("wi_1", (self.E * D, self.FL), "col"), ("wo_mlp", (self.E * self.FL, D), "row")]
+        else:
+            w += [("wi_0", (D, self.FL), "col"), ("wi_1", (D, self.FL), "col")] if self.gated else \
+                [("wi", (D, self.FL), "col")]
+            w += [("wo_mlp", (self.FL, D), "row")]
         if self.post_norms:
             w += [("post_attn_norm", (self.DT,), "norm"), ("post_mlp_norm", (self.DT,), "norm")]
         return w
@@ -262,6 +285,9 @@ class Step:
         self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
         self.m.counters.update(REGION_COUNTERS)
         self.regions = REGIONS
+        if cfg.E > 1:  # the cumulative counts' reduce-window
+            self.regions += ("\n%add_s32 (a: s32[], b: s32[]) -> s32[] {\n  %a = s32[] parameter(0)\n"
+                             "  %b = s32[] parameter(1)\n  ROOT %add_s32.0 = s32[] add(s32[] %a, s32[] %b)\n}\n")
 
     # ---------------- collectives ----------------
     @staticmethod
@@ -603,6 +629,155 @@ class Step:
         gq = self.quantize(e, g, (0, 1), F8E5, c.fsdp_groups if c.fsdp > 1 else None, fold=(xq, (0, 1)))
         return self.scaled_dot(e, xq, gq, dims, (0, 1), (0, 1), [(gq, (1,))])
 
+    def gated_act(self, e, gate, up):
+        """act(gate) * up of a gated MLP (silu, or gelu's tanh form), in f32, as bf16."""
+        c = self.c
+
+        def act(f, p):
+            gf, upf = f.convert(p[0], F32), f.convert(p[1], F32)
+            a = self.gelu(f, gf) if c.act == "gelu" else f.mul(gf, f.un("logistic", gf))
+            return f.convert(f.mul(upf, a), BF16)
+        return self.m.fusion(e, "kLoop", "loop_multiply_fusion", [gate, up], act, None)
+
+    def gated_act_bwd(self, e, du, gate, up):
+        """(d gate, d up) of gated_act from du."""
+        c = self.c
+
+        def act_bwd(f, p):  # du, g, up -> (d_gate, d_up)
+            duf, gf, upf = f.convert(p[0], F32), f.convert(p[1], F32), f.convert(p[2], F32)
+            if c.act == "gelu":
+                d_up = f.convert(f.mul(duf, self.gelu(f, gf)), BF16)
+                d_gate = f.convert(f.mul(f.mul(duf, upf), self.gelu(f, gf, grad=True)), BF16)
+                return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
+            sg = f.un("logistic", gf)
+            d_up = f.convert(f.mul(duf, f.mul(gf, sg)), BF16)
+            one = f.const("1", F32, gf.dims)
+            d_gate = f.convert(f.mul(f.mul(duf, upf), f.mul(sg, f.add(one, f.mul(gf, f.sub(one, sg))))), BF16)
+            return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
+        t = self.m.fusion(e, "kLoop", "loop_multiply_fusion", [du, gate, up], act_bwd, None)
+        return (e.op("get-tuple-element", gate.shape, [t], "index=0"),
+                e.op("get-tuple-element", up.shape, [t], "index=1"))
+
+    # ---------------- mixture of experts ----------------
+    def moe_fwd(self, e, hg, W, s, recompute):
+        """MaxText's RoutedMoE.dense_matmul with a capacity factor, on the normalized input hg [B,S,D]:
+        router logits; each token's top-K experts (jax.lax.top_k) and their softmax weights; the
+        dropping masks (generate_masks: a token's place in its expert's queue is the cumulative count
+        along the sequence, a reduce-window; places beyond C are dropped); the dispatch einsum
+        BSM,BSEC->EBCM; the experts' gated MLP (EBCM,EMH->EBCH twice, EBCH,EHM->EBCM); the combine einsum
+        EBCM,BSEC->BSM. Returns the MoE output [B,S,D], or None for the backward's recomputation (which
+        stops at the experts' outputs, the last value the backward reads). The load-balancing loss (a few
+        [B,S,E] reductions) is left out."""
+        c, m = self.c, self.m
+        B, S, D, E, K, C, FL = c.B, c.S, c.D, c.E, c.K, c.C, c.FL
+        s["logits"] = logits = dot(e, hg, W["wg"], (B, S, E), (2,), (0,))
+
+        def route(f, p):
+            # an expert's rank among the token's logits (how many are larger); the top-K: rank < K,
+            # one-hot [B,S,K,E] of the k-th choice (rank k); their weights, a softmax over the top-K
+            lf = f.convert(p[0], F32)
+            sq = (B, S, E, E)
+            above = f.op("compare", (PRED, sq), [f.bcast(lf, sq, (0, 1, 3)), f.bcast(lf, sq, (0, 1, 2))],
+                         "direction=GT")
+            rank = f.reduce(f.convert(above, F32), (3,), "region_0.1")
+            sk = (B, S, K, E)
+            kth = f.op("iota", (F32, sk), [], "iota_dimension=2")
+            onehot = f.convert(f.op("compare", (PRED, sk), [f.bcast(rank, sk, (0, 1, 3)), kth], "direction=EQ"), S32)
+            chosen = f.op("compare", (PRED, rank.dims), [rank, f.const(str(K), F32, rank.dims)], "direction=LT")
+            mx = f.reduce(lf, (2,), "region_1.5", init="-inf")
+            ex = f.op("select", lf.shape, [chosen, f.un("exponential", f.sub(lf, f.bcast(mx, lf.dims, (0, 1)))),
+                                            f.const("0", F32, lf.dims)])
+            w = f.convert(f.op("divide", lf.shape, [ex, f.bcast(f.reduce(ex, (2,), "region_0.1"), lf.dims, (0, 1))]),
+                          BF16)
+            return f.op("tuple", [onehot.shape, w.shape], [onehot, w])
+        r = m.fusion(e, "kLoop", "loop_compare_fusion", [logits], route, None)
+        onehot = e.op("get-tuple-element", (S32, (B, S, K, E)), [r], "index=0")
+        s["route_w"] = e.op("get-tuple-element", bf(B, S, E), [r], "index=1")
+        # the cumulative count of each expert's tokens along the sequence (choices in order k within a token)
+        flat = e.op("bitcast", (S32, (B, S * K, E)), [onehot])
+        counts = e.op("reduce-window", flat.shape, [flat, e.const("0", S32, ())],
+                      f"window={{size=1x{S * K}x1 pad=0_0x{S * K - 1}_0x0_0}}, to_apply=%add_s32")
+        counts = e.op("bitcast", (S32, (B, S, K, E)), [counts])
+
+        def place(f, p):  # onehot, counts, weights -> (place in the expert's queue, 0 when dropped; weight)
+            keep = f.mul(p[0], f.convert(f.op("compare", (PRED, p[1].dims), [p[1], f.const(str(C), S32, p[1].dims)],
+                                               "direction=LE"), S32))
+            kept = f.reduce(f.convert(keep, F32), (2,), "region_0.1")
+            pos = f.mul(f.reduce(f.convert(f.mul(keep, p[1]), F32), (2,), "region_0.1"), kept)
+            return f.op("tuple", [pos.shape, (BF16, pos.dims)], [pos, f.convert(f.mul(f.convert(p[2], F32), kept), BF16)])
+        pw = m.fusion(e, "kInput", "input_reduce_fusion", [onehot, counts, s["route_w"]], place, None)
+        s["pos"] = e.op("get-tuple-element", f32(B, S, E), [pw], "index=0")
+        s["kept_w"] = e.op("get-tuple-element", bf(B, S, E), [pw], "index=1")
+
+        def masks(f, p):  # combine [B,S,E,C] = weight at the token's place; dispatch = combine != 0
+            sc = (B, S, E, C)
+            at = f.op("compare", (PRED, sc), [f.bcast(p[0], sc, (0, 1, 2)),
+                                              f.add(f.op("iota", (F32, sc), [], "iota_dimension=3"),
+                                                    f.const("1", F32, sc))], "direction=EQ")
+            comb = f.op("select", (BF16, sc), [at, f.bcast(p[1], sc, (0, 1, 2)), f.const("0", BF16, sc)])
+            disp = f.convert(f.op("compare", (PRED, sc), [comb, f.const("0", BF16, sc)], "direction=NE"), BF16)
+            return f.op("tuple", [comb.shape, disp.shape], [comb, disp])
+        cd = m.fusion(e, "kLoop", "loop_select_fusion", [s["pos"], s["kept_w"]], masks, None)
+        s["combine"] = e.op("get-tuple-element", bf(B, S, E, C), [cd], "index=0")
+        s["dispatch"] = e.op("get-tuple-element", bf(B, S, E, C), [cd], "index=1")
+        # dispatch: BSM,BSEC->EBCM (batch B, the sequence contracted), then expert-major
+        xd = dot(e, s["dispatch"], hg, (B, E, C, D), (1,), (1,), (0,), (0,))
+        s["xd"] = xd = e.op("transpose", bf(E, B, C, D), [xd], "dimensions={1,0,2,3}")
+        w0 = e.op("bitcast", bf(E, D, FL), [W["wi_0"]])
+        w1 = e.op("bitcast", bf(E, D, FL), [W["wi_1"]])
+        s["g"] = dot(e, xd, w0, (E, B, C, FL), (3,), (1,), (0,), (0,))
+        s["up"] = dot(e, xd, w1, (E, B, C, FL), (3,), (1,), (0,), (0,))
+        s["u"] = self.gated_act(e, s["g"], s["up"])
+        wo = e.op("bitcast", bf(E, FL, D), [W["wo_mlp"]])
+        eo = dot(e, s["u"], wo, (E, B, C, D), (3,), (1,), (0,), (0,))
+        s["eo"] = e.op("transpose", bf(B, E, C, D), [eo], "dimensions={1,0,2,3}")
+        if recompute:
+            return None
+        # combine: EBCM,BSEC->BSM (batch B, experts and places contracted)
+        return dot(e, s["combine"], s["eo"], (B, S, D), (2, 3), (1, 2), (0,), (0,))
+
+    def moe_bwd(self, e, dy, s, W, g):
+        """moe_fwd's backward from the MoE output's gradient dy [B,S,D]: the input gradient [B,S,D]; the
+        router's and experts' weight gradients into g (as [D, E], [E x D, F], [E x F, D])."""
+        c, m = self.c, self.m
+        B, S, D, E, C, FL = c.B, c.S, c.D, c.E, c.C, c.FL
+        hg = s["hg"]
+        # combine's operands: the experts' outputs and the combine weights
+        d_eo = dot(e, s["combine"], dy, (B, E, C, D), (1,), (1,), (0,), (0,))
+        d_eo = e.op("transpose", bf(E, B, C, D), [d_eo], "dimensions={1,0,2,3}")
+        d_comb = dot(e, dy, s["eo"], (B, S, E, C), (2,), (3,), (0,), (0,))
+
+        def d_weight(f, p):  # d combine, place -> d of the kept weight [B,S,E] (the place's column)
+            sc = (B, S, E, C)
+            at = f.op("compare", (PRED, sc), [f.bcast(p[1], sc, (0, 1, 2)),
+                                              f.add(f.op("iota", (F32, sc), [], "iota_dimension=3"),
+                                                    f.const("1", F32, sc))], "direction=EQ")
+            return f.reduce(f.op("select", (F32, sc), [at, f.convert(p[0], F32), f.const("0", F32, sc)]), (3,),
+                            "region_0.1")
+        dw = m.fusion(e, "kInput", "input_reduce_fusion", [d_comb, s["pos"]], d_weight, None)
+
+        def d_logit(f, p):  # softmax over the top-K: dl = w (dw - sum(w dw)) (zero where not chosen or dropped)
+            wf = f.convert(p[1], F32)
+            dot_wd = f.reduce(f.mul(wf, p[0]), (2,), "region_0.1")
+            return f.convert(f.mul(wf, f.sub(p[0], f.bcast(dot_wd, wf.dims, (0, 1)))), BF16)
+        d_logits = m.fusion(e, "kLoop", "loop_multiply_fusion", [dw, s["route_w"]], d_logit, None)
+        # the experts' MLP
+        wo = e.op("bitcast", bf(E, FL, D), [W["wo_mlp"]])
+        g["wo_mlp"] = e.op("bitcast", bf(E * FL, D), [dot(e, s["u"], d_eo, (E, FL, D), (1, 2), (1, 2), (0,), (0,))])
+        du = dot(e, d_eo, wo, (E, B, C, FL), (3,), (2,), (0,), (0,))
+        dg, dup = self.gated_act_bwd(e, du, s["g"], s["up"])
+        g["wi_0"] = e.op("bitcast", bf(E * D, FL), [dot(e, s["xd"], dg, (E, D, FL), (1, 2), (1, 2), (0,), (0,))])
+        g["wi_1"] = e.op("bitcast", bf(E * D, FL), [dot(e, s["xd"], dup, (E, D, FL), (1, 2), (1, 2), (0,), (0,))])
+        w0 = e.op("bitcast", bf(E, D, FL), [W["wi_0"]])
+        w1 = e.op("bitcast", bf(E, D, FL), [W["wi_1"]])
+        dxd = m.fusion(e, "kOutput", "dot_add_fusion", [dup, w1, dot(e, dg, w0, (E, B, C, D), (3,), (2,), (0,), (0,))],
+                       lambda f, p: f.add(dot(f, p[0], p[1], (E, B, C, D), (3,), (2,), (0,), (0,)), p[2]), None)
+        dxd = e.op("transpose", bf(B, E, C, D), [dxd], "dimensions={1,0,2,3}")
+        # dispatch's input gradient, plus the router's
+        dhg = dot(e, s["dispatch"], dxd, (B, S, D), (2, 3), (1, 2), (0,), (0,))
+        g["wg"] = dot(e, hg, d_logits, (D, E), (0, 1), (0, 1))
+        return self.dot_add(e, d_logits, W["wg"], (B, S, D), (2,), (1,), dhg)
+
     # ---------------- one decoder layer ----------------
     def layer_fwd(self, e, x, W, saved=None, recompute=False, values=None, kind="global"):
         """The layer on x [B,S,DT] with its gathered bf16 weights W; returns (y, the values its backward
@@ -647,15 +822,16 @@ class Step:
         s["h"] = h = m.fusion(e, "kLoop", "loop_add_fusion", [attn, x], lambda f, p: f.add(p[0], p[1]), None)
         s["hn"], s["ss2"] = self.norm_fwd(e, h, W["mlp_norm"], "MLP RMSNorm")
         s["hg"] = hg = self.tp_gather(e, s["hn"], "MLP input")
+        if c.E > 1:
+            mlp = self.moe_fwd(e, hg, W, s, recompute)
+            if recompute:
+                return None, s
+            y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
+            return y, s
         if c.gated:
             s["g"] = saved.get("g") or self.fwd_dot(e, hg, W["wi_0"], (B, S, c.FL))
             s["up"] = saved.get("up") or self.fwd_dot(e, hg, W["wi_1"], (B, S, c.FL))
-
-            def act(f, p):
-                gf, upf = f.convert(p[0], F32), f.convert(p[1], F32)
-                a = self.gelu(f, gf) if c.act == "gelu" else f.mul(gf, f.un("logistic", gf))
-                return f.convert(f.mul(upf, a), BF16)
-            s["u"] = m.fusion(e, "kLoop", "loop_multiply_fusion", [s["g"], s["up"]], act, None)
+            s["u"] = self.gated_act(e, s["g"], s["up"])
         else:
             s["pre"] = saved.get("pre") or self.fwd_dot(e, hg, W["wi"], (B, S, c.FL))
             if c.act == "gelu":
@@ -679,37 +855,36 @@ class Step:
         """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16}). Under
         fp8_full: W holds the forward's quantized weights and the residuals are the forward's quantized
         values (the recomputation's), as Qwix reuses them."""
-        c, m = self.c, self.m
-        B, S, D = c.B, c.S, c.D
+        c = self.c
         g = {}
+        d_mlp = dy
+        if c.post_norms:
+            d_mlp, g["post_mlp_norm"] = self.norm_bwd(e, None, dy, s["mlp"], s["ss4"], W["post_mlp_norm"],
+                                                      "post-MLP RMSNorm")
+        dyg = self.tp_gather(e, d_mlp, "MLP output gradient")
+        if c.E > 1:
+            dhn = self.moe_bwd(e, dyg, s, W, g)
+        else:
+            dhn = self.dense_mlp_bwd(e, dyg, s, W, g)
+        dhn = self.tp_scatter(e, dhn, "MLP input gradient")
+        dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
+        return self.attention_bwd(e, dh, s, W, g)
+
+    def dense_mlp_bwd(self, e, dyg, s, W, g):
+        """The MLP's backward from its output gradient (gathered over 'tensor'): the input gradient of its
+        normalized input (before the reduce-scatter over 'tensor'), the weights' gradients into g."""
+        c, m = self.c, self.m
+        D = c.D
 
         def wgrad(x, dout, dims):
             return self.wgrad_dot(e, x, dout, dims)
 
         def dgrad(dout, w, addend=None):
             return self.dgrad_dot(e, dout, w, addend)
-        d_mlp = dy
-        if c.post_norms:
-            d_mlp, g["post_mlp_norm"] = self.norm_bwd(e, None, dy, s["mlp"], s["ss4"], W["post_mlp_norm"],
-                                                      "post-MLP RMSNorm")
-        dyg = self.tp_gather(e, d_mlp, "MLP output gradient")
         g["wo_mlp"] = wgrad(s["u"], dyg, (c.FL, D))
         du = dgrad(dyg, W["wo_mlp"])
         if c.gated:
-            def act_bwd(f, p):  # du, g, up -> (d_gate, d_up)
-                duf, gf, upf = f.convert(p[0], F32), f.convert(p[1], F32), f.convert(p[2], F32)
-                if c.act == "gelu":
-                    d_up = f.convert(f.mul(duf, self.gelu(f, gf)), BF16)
-                    d_gate = f.convert(f.mul(f.mul(duf, upf), self.gelu(f, gf, grad=True)), BF16)
-                    return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
-                sg = f.un("logistic", gf)
-                d_up = f.convert(f.mul(duf, f.mul(gf, sg)), BF16)
-                one = f.const("1", F32, gf.dims)
-                d_gate = f.convert(f.mul(f.mul(duf, upf), f.mul(sg, f.add(one, f.mul(gf, f.sub(one, sg))))), BF16)
-                return f.op("tuple", [d_gate.shape, d_up.shape], [d_gate, d_up])
-            t = m.fusion(e, "kLoop", "loop_multiply_fusion", [du, s["g"], s["up"]], act_bwd, None)
-            dg = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=0")
-            dup = e.op("get-tuple-element", bf(B, S, c.FL), [t], "index=1")
+            dg, dup = self.gated_act_bwd(e, du, s["g"], s["up"])
             g["wi_0"] = wgrad(s["hg"], dg, (D, c.FL))
             g["wi_1"] = wgrad(s["hg"], dup, (D, c.FL))
             dhn = dgrad(dup, W["wi_1"], dgrad(dg, W["wi_0"]))
@@ -724,9 +899,19 @@ class Step:
                             [du, s["pre"]], relu_bwd if c.act == "relu" else gelu_bwd, None)
             g["wi"] = wgrad(s["hg"], dpre, (D, c.FL))
             dhn = dgrad(dpre, W["wi"])
-        dhn = self.tp_scatter(e, dhn, "MLP input gradient")
-        dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
+        return dhn
 
+    def attention_bwd(self, e, dh, s, W, g):
+        """The attention half's backward from the residual stream's gradient dh: the layer's input
+        gradient and, into g, its weights' gradients; returns (dx, g)."""
+        c = self.c
+        B, S, D = c.B, c.S, c.D
+
+        def wgrad(x, dout, dims):
+            return self.wgrad_dot(e, x, dout, dims)
+
+        def dgrad(dout, w, addend=None):
+            return self.dgrad_dot(e, dout, w, addend)
         d_attn = dh
         if c.post_norms:
             d_attn, g["post_attn_norm"] = self.norm_bwd(e, None, dh, s["attn"], s["ss3"], W["post_attn_norm"],

@@ -35,9 +35,10 @@ vocab=..": no GQA, one MLP activation, relu: two MLP matrices wi and wo, the
 iota embedding tied to the logits) or named ("MaxText model_name=llama3.1-8b"):
 MODEL_CONFIGS holds the named decoders' dimensions, copied from MaxText's
 configs/models/<name>.yml (LLaMA-style: GQA, SwiGLU MLP of three matrices,
-separate embedding and logits weights, the embedding a gather). gpt3, gemma3
-and mixtral configs are other decoder blocks (LayerNorm and learned positions,
-local/global attention, mixture of experts) and are reported as unsupported.
+separate embedding and logits weights, the embedding a gather); gpt3, gemma3
+and mixtral are other decoder blocks (LayerNorm and learned positions,
+local/global attention, a mixture of experts), generated as MODEL_CONFIGS
+describes.
 
 The remat policy is MaxText's: a named policy (full, minimal,
 qkv_proj_offloaded, ...) or `custom` with per-tensor choices (the remat
@@ -93,7 +94,13 @@ MODEL_CONFIGS["gpt3-175b"] = dict(emb=12288, heads=96, kv_heads=96, head_dim=128
 MODEL_CONFIGS["gemma3-12b"] = dict(emb=3840, heads=16, kv_heads=8, head_dim=256, mlp=15360, layers=48,
                                    vocab=262144, mlp_matrices=3, activation="gelu", tied=True, iota_embed=False,
                                    pattern=("local",) * 5 + ("global",), window=1024, post_norms=True)
-UNSUPPORTED_CONFIGS = {"mixtral": "mixture-of-experts layers are not generated"}
+# mixtral-8x7b (configs/models/mixtral-8x7b.yml at tpu-recipes-v0.1.2, decoder_block mixtral, layers/moe.py): the
+# llama2 block with the MLP replaced by a mixture of 8 experts of mistral's SwiGLU MLP, 2 per token
+# (num_experts, num_experts_per_tok); how the experts run is the row's config (row_dims: sparse_matmul,
+# capacity_factor).
+MODEL_CONFIGS["mixtral-8x7b"] = dict(emb=4096, heads=32, kv_heads=8, head_dim=128, mlp=14336, layers=32, vocab=32000,
+                                     mlp_matrices=3, tied=False, iota_embed=False, experts=8, experts_per_token=2)
+UNSUPPORTED_CONFIGS = {}
 
 
 def config_name(spec):
@@ -102,13 +109,31 @@ def config_name(spec):
     return m.group(1) if m else None
 
 
+def config_value(row, key):
+    """A key of the row's config column (MaxText's key=value settings, ';'-separated), or None."""
+    m = re.search(r"(?:^|;)" + re.escape(key) + r"=([^;]*)(?:;|$)", row.get("config", ""))
+    return m.group(1) if m else None
+
+
 def row_dims(row):
     """parse_spec of a row's model_spec with the row's own config keys that change the model as generated:
-    use_iota_embed (the recipes' tuning_params set it; MaxText's base.yml default is False)."""
+    use_iota_embed (the recipes' tuning_params set it; MaxText's base.yml default is False) and, for a
+    mixture of experts, capacity_factor when sparse_matmul is False (MaxText's dense_matmul: with a capacity
+    factor > 0 it drops tokens beyond each expert's capacity). base.yml's defaults (sparse_matmul True,
+    capacity_factor -1: dropless grouped matmuls) leave capacity_factor 0, which is not generated."""
     d = parse_spec(row["model_spec"])
-    m = re.search(r"(?:^|;)use_iota_embed=(True|False)(?:;|$)", row.get("config", ""))
-    if d is not None and m:
-        d["iota_embed"] = m.group(1) == "True"
+    if d is None:
+        return d
+    iota = config_value(row, "use_iota_embed")
+    if iota in ("True", "False"):
+        d["iota_embed"] = iota == "True"
+    if d.get("experts", 1) > 1:
+        dense = config_value(row, "sparse_matmul") == "False"
+        cf = config_value(row, "capacity_factor")
+        try:
+            d["capacity_factor"] = float(cf) if dense and cf is not None else 0.0
+        except ValueError:
+            raise ValueError(f"config: capacity_factor={cf}: expected a number") from None
     return d
 
 
@@ -127,9 +152,13 @@ def parse_spec(spec):
 
 
 def matmul_params(d):
-    """Weights of the matmuls: per-layer attention and MLP, plus the logits (vocab x emb)."""
+    """Weights of the matmuls a token goes through: per-layer attention and MLP, plus the logits (vocab x
+    emb). A mixture of experts counts MaxText's way (calculate_tflops_training_per_device): the router
+    and experts_per_token experts' MLPs (not the capacity's padding, nor the dispatch and combine)."""
     attn = d["emb"] * (d["heads"] + 2 * d["kv_heads"]) * d["head_dim"] + d["heads"] * d["head_dim"] * d["emb"]
     mlp = d["mlp_matrices"] * d["emb"] * d["mlp"]
+    if d.get("experts", 1) > 1:
+        mlp = mlp * d["experts_per_token"] + d["emb"] * d["experts"]
     return d["layers"] * (attn + mlp) + d["vocab"] * d["emb"]
 
 
@@ -259,8 +288,10 @@ def remat(row):
 
 
 # MaxText's benchmarks/xla_flags_library.py (AI-Hypercomputer/maxtext@48445cf00e73): DENSE_VMEM_LIMIT_FLAG is
-# " --xla_tpu_scoped_vmem_limit_kib=98304" ("experimentally recommended values for compute bound models").
-XLA_FLAG_LIBRARY = {"DENSE_VMEM_LIMIT_FLAG": "--xla_tpu_scoped_vmem_limit_kib=98304"}
+# " --xla_tpu_scoped_vmem_limit_kib=98304" ("experimentally recommended values for compute bound models");
+# MOE_VMEM_LIMIT_FLAG is the same flag with _MOE_VMEM_LIMIT = 81920 (at tag tpu-recipes-v0.1.2, 14b5876ea857).
+XLA_FLAG_LIBRARY = {"DENSE_VMEM_LIMIT_FLAG": "--xla_tpu_scoped_vmem_limit_kib=98304",
+                    "MOE_VMEM_LIMIT_FLAG": "--xla_tpu_scoped_vmem_limit_kib=81920"}
 
 
 def scoped_vmem_limit_kib(row):
