@@ -711,9 +711,7 @@ class Step:
 
         def masks(f, p):  # combine [B,S,E,C] = weight at the token's place; dispatch = combine != 0
             sc = (B, S, E, C)
-            at = f.op("compare", (PRED, sc), [f.bcast(p[0], sc, (0, 1, 2)),
-                                              f.add(f.op("iota", (F32, sc), [], "iota_dimension=3"),
-                                                    f.const("1", F32, sc))], "direction=EQ")
+            at = self.at_place(f, p[0], sc)
             comb = f.op("select", (BF16, sc), [at, f.bcast(p[1], sc, (0, 1, 2)), f.const("0", BF16, sc)])
             disp = f.convert(f.op("compare", (PRED, sc), [comb, f.const("0", BF16, sc)], "direction=NE"), BF16)
             return f.op("tuple", [comb.shape, disp.shape], [comb, disp])
@@ -736,6 +734,13 @@ class Step:
         # combine: EBCM,BSEC->BSM (batch B, experts and places contracted)
         return dot(e, s["combine"], s["eo"], (B, S, D), (2, 3), (1, 2), (0,), (0,))
 
+    @staticmethod
+    def at_place(f, pos, sc):
+        """[B,S,E,C] pred: the capacity slot c is the token's place pos [B,S,E] (1-based; 0: not there)."""
+        return f.op("compare", (PRED, sc), [f.bcast(pos, sc, (0, 1, 2)),
+                                            f.add(f.op("iota", (F32, sc), [], "iota_dimension=3"),
+                                                  f.const("1", F32, sc))], "direction=EQ")
+
     def moe_bwd(self, e, dy, s, W, g):
         """moe_fwd's backward from the MoE output's gradient dy [B,S,D]: the input gradient [B,S,D]; the
         router's and experts' weight gradients into g (as [D, E], [E x D, F], [E x F, D])."""
@@ -749,9 +754,7 @@ class Step:
 
         def d_weight(f, p):  # d combine, place -> d of the kept weight [B,S,E] (the place's column)
             sc = (B, S, E, C)
-            at = f.op("compare", (PRED, sc), [f.bcast(p[1], sc, (0, 1, 2)),
-                                              f.add(f.op("iota", (F32, sc), [], "iota_dimension=3"),
-                                                    f.const("1", F32, sc))], "direction=EQ")
+            at = self.at_place(f, p[1], sc)
             return f.reduce(f.op("select", (F32, sc), [at, f.convert(p[0], F32), f.const("0", F32, sc)]), (3,),
                             "region_0.1")
         dw = m.fusion(e, "kInput", "input_reduce_fusion", [d_comb, s["pos"]], d_weight, None)
