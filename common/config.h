@@ -101,6 +101,7 @@ struct MxuConfig {
   std::int64_t weight_load_rows_per_cycle = 1;
   std::int64_t drain_extra_cycles = 0;
   MxuRates rate;
+  bool step_sync = false;  // tile-loop steps do not overlap on the MXUs (mxu.fence)
 };
 
 struct VpuLatency {

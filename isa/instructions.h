@@ -149,6 +149,11 @@ enum class Presence : std::uint8_t { kRequired, kOptional, kSubop };
     "except in-flight collectives (DMAs included) has completed and every TensorCore of the chip " \
     "has reached its matching core.barrier (the n-th of each core's program). On a one-core chip " \
     "it is a barrier that leaves collectives in flight.")                                          \
+  X(MxuFence, "mxu.fence", kSequencer, (),                                                        \
+    "Stall issue until every earlier instruction on the matrix units has completed (their "        \
+    "results landed in the accumulators); DMAs and the other units go on. The compiler starts "    \
+    "each step of a kernel's MXU tile loop with one when core.mxu.step_sync is true (the loop's "  \
+    "back edge is a schedule boundary: a step's weights load after the step before has drained).") \
   X(Delay, "delay", kSequencer,                                                                    \
     (F(std::int64_t, cycles, kRequired, 0, "core cycles, >= 0")),                                  \
     "Stall issue for cycles core cycles; the units go on with what was issued before. The "        \

@@ -447,6 +447,7 @@ class Verifier {
   void check_op(std::size_t, const End&) {}
   void check_op(std::size_t, const Barrier&) {}
   void check_op(std::size_t, const CoreBarrier&) {}
+  void check_op(std::size_t, const MxuFence&) {}
   void check_op(std::size_t i, const Delay& s) {
     if (s.cycles < 0) error(VerifyError::kOperand, i, "delay cycles must be >= 0");
   }

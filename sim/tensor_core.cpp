@@ -286,6 +286,31 @@ CoTask TensorCore::wait_all_done(bool include_collectives) {
   }
 }
 
+CoTask TensorCore::wait_unit_done(isa::Unit unit) {
+  while (true) {
+    bool pending = false;
+    double latest = now();
+    for (const auto& u : units_) pending = pending || (u->kind == unit && !u->queue.empty());
+    if (!pending) {
+      for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
+        const Dyn& d = dyn(id);
+        if (isa::opcode_info(isa::opcode(program_.code[d.pc].op)).unit != unit) continue;
+        if (d.start < 0) pending = true;
+        latest = std::max(latest, d.done);
+      }
+    }
+    if (pending) {
+      co_await CoreScheduler::on(any_popped_);
+      continue;
+    }
+    if (latest > now() + kTimeEps) {
+      co_await until(latest);
+      continue;
+    }
+    co_return;
+  }
+}
+
 bool TensorCore::match_repeats() {
   std::vector<std::uint32_t>& match = repeat_match_;
   match.assign(program_.code.size(), 0);
@@ -416,6 +441,12 @@ CoTask TensorCore::sequencer() {
       }
       sequencer_waiting_ = {};
       count(sequencer_stats_.stall_core_barrier_cycles, (now() - from) / cycle_s_, pc);
+    } else if (op == isa::Opcode::kMxuFence) {
+      const double from = now();
+      sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
+      co_await wait_unit_done(isa::Unit::kMxu);
+      sequencer_waiting_ = {};
+      count(sequencer_stats_.stall_mxu_fence_cycles, (now() - from) / cycle_s_, pc);
     } else if (op == isa::Opcode::kDelay) {
       // A fixed stall (a kernel's start-up cost): no unit is involved.
       const std::int64_t cycles = std::get<isa::Delay>(inst.op).cycles;

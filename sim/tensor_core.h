@@ -136,6 +136,8 @@ class TensorCore : public sc_core::sc_module {
   std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
   // include_collectives = false: in-flight collectives may continue (core.barrier).
   CoTask wait_all_done(bool include_collectives = true);
+  // Stall until every issued instruction of `unit`'s kind has completed.
+  CoTask wait_unit_done(isa::Unit unit);
   // co_await until(t): resume at t seconds (at once when t is not in the future).
   [[nodiscard]] CoreScheduler::At until(double t_s) const;
   // Times of one executed instruction, in seconds after the unit took it.

@@ -230,24 +230,30 @@ class Attention {
       c_.emit(isa::SemSignal{sq_[0], 1});
       c_.emit(isa::SemSignal{sq_[1], 1});
     }
+    c_.mxu_step();
     ready(0, fetch(0));
     const std::int64_t pairs = (n - 1) / 2;
     if (pairs > 0) {
       c_.emit(isa::Repeat{pairs});
+      c_.mxu_step();
       std::int64_t k = fetch(1);
       stage_b(0);
       ready(1, k);
+      c_.mxu_step();
       k = fetch(0);
       stage_b(1);
       ready(0, k);
       c_.emit(isa::End{});
     }
     if (n % 2 == 0) {
+      c_.mxu_step();
       const std::int64_t k = fetch(1);
       stage_b(0);
       ready(1, k);
+      c_.mxu_step();
       stage_b(1);
     } else {
+      c_.mxu_step();
       stage_b(0);
     }
     if (stores) {
@@ -272,6 +278,7 @@ class Attention {
     if (n <= 0) return;
     const auto step = [&](int slot, bool next_k, bool first) {  // slot = j % 2
       const int other = 1 - slot;
+      c_.mxu_step();
       c_.wait(ldk_[static_cast<std::size_t>(other)], 1);
       stage_a(other);  // A(j+1)
       if (next_k) load_k(slot);  // K(j+2)
@@ -283,6 +290,7 @@ class Attention {
       load_k(0);
       load_v(0);
     }
+    c_.mxu_step();
     c_.wait(ldk_[0], 1);
     stage_a(0);
     if (n == 1) {
@@ -310,6 +318,7 @@ class Attention {
       slot = 1 - slot;
     }
     if (next && slot == 1) next();  // slot 0 is free: B(n-1) reads slot 1
+    c_.mxu_step();
     c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
     stage_b(slot, false);  // j = n-1
     if (next && slot == 0) next();

@@ -141,6 +141,10 @@ std::int64_t Ctx::kernel_overhead_cycles() const {
   return std::llround(chip.core.sequencer.kernel_overhead * chip.clock);
 }
 
+void Ctx::mxu_step() {
+  if (chip.core.mxu.step_sync) emit(isa::MxuFence{});
+}
+
 void Ctx::kernel_start() {
   if (const std::int64_t cycles = kernel_overhead_cycles(); cycles > 0) emit(isa::Delay{cycles});
 }

@@ -93,6 +93,10 @@ class Ctx {
   // presets), so their programs are unchanged.
   void kernel_start();
   [[nodiscard]] std::int64_t kernel_overhead_cycles() const;
+  // The start of one step of a kernel's MXU tile loop (a dot's k step, an
+  // attention kernel's block step): an mxu.fence when core.mxu.step_sync is
+  // true (the steps' MXU work does not overlap), nothing otherwise.
+  void mxu_step();
   [[nodiscard]] std::int64_t vmem_used() const { return vmem_next_; }
   // The buffers allocated since vmem_used() was `mark` are dead (their
   // piece of the section waited for all its DMAs): later ones reuse the room.

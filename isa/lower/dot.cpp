@@ -575,6 +575,7 @@ class DotLowering {
   // the matmuls, finish the block (last kc) or issue pending write pieces.
   void emit_step(Emit& e, std::size_t t) {
     const StepIdx& s = e.steps[t];
+    c_.mxu_step();
     const std::size_t lrun = e.lruns.run_of[t], rrun = e.rruns.run_of[t];
     issue_loads(e.lr, e.lruns, e.lplan, lrun + 2);
     issue_loads(e.rr, e.rruns, e.rplan, rrun + 2);

@@ -100,6 +100,11 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   const Cycles load = mxu.dataflow == Dataflow::kOs ? 0 : mxu_weight_load_cycles(mxu);
   const Cycles item = overlapped ? std::max(mt.issue, load) : load + mt.latency;
   c.step_mxu_s = static_cast<double>(ceil_div(t.tk, R)) * per_mxu_avg * static_cast<double>(item) / clock;
+  // Steps that do not overlap (core.mxu.step_sync): each one waits for the
+  // step before to drain (mxu.fence), then loads its first weights.
+  if (mxu.step_sync) {
+    c.step_mxu_s += static_cast<double>((mt.latency - mt.issue) + load + chip.core.sequencer.dispatch_latency) / clock;
+  }
 
   // Megacore: this core computes its share of the output blocks while the
   // other cores stream theirs through the same HBM.

@@ -20,6 +20,7 @@ namespace tpusim {
   X(stall_queue_full_cycles, kCycles, "issue stalled on a full unit queue")                  \
   X(stall_barrier_cycles, kCycles, "issue stalled in barrier")                               \
   X(stall_core_barrier_cycles, kCycles, "issue stalled in core.barrier (own drain and the other TensorCores)") \
+  X(stall_mxu_fence_cycles, kCycles, "issue stalled in mxu.fence (the MXUs draining between tile-loop steps)") \
   X(stall_delay_cycles, kCycles, "issue stalled in delay (kernel start-up cost)")
 #define TPUSIM_VMEM_STATS(X)                              \
   X(bytes, kBytes, "VMEM traffic of all units")           \

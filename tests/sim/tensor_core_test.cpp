@@ -76,6 +76,41 @@ TEST(TensorCore, DelayStallsIssueForExactlyItsCycles) {
   EXPECT_DOUBLE_EQ(delayed[2], static_cast<double>(kN));
 }
 
+TEST(TensorCore, MxuFenceWaitsForTheMatmulsButNotTheDmas) {
+  // v5e: a 1 MiB DMA (about 2370 cycles, test above) is in flight while MXU 0
+  // loads a 128 x 128 weight tile (128 cycles, one row per cycle) and streams
+  // 128 rows through it (128 cycles + 127 + 127 of skew and drain: the last
+  // result lands 382 cycles after the first row). An mxu.fence issued right
+  // after them stalls issue until that last result, about 128 + 382 = 510
+  // cycles (within the few cycles of dispatch latency), not until the DMA's
+  // end; the VPU add behind it starts after the fence.
+  const std::string head =
+      ".buffer a hbm f32 [256, 1024]\n.buffer av vmem f32 [256, 1024] offset=0\n"
+      ".buffer w vmem bf16 [128, 128] offset=1048576\n.buffer x vmem bf16 [128, 128] offset=1081344\n"
+      ".buffer v vmem f32 [8, 128] offset=1114112\n.semaphore s\n"
+      "dma.start dst=av src=a sem=s\nmxu.load_weights mxu=0 src=w\nmxu.matmul mxu=0 lhs=x acc=0 mode=overwrite\n";
+  const auto stall = [&](const std::string& fence) {
+    std::string error;
+    const auto out = run_isolated(
+        [&] {
+          const SimResult r = run(head + fence + "vpu.add dst=v a=v b=v\nsem.wait sem=s\n");
+          return fmt::format("{} {}", r.cycles, r.stats.value("chip0.core0.sequencer.stall_mxu_fence_cycles"));
+        },
+        error);
+    EXPECT_TRUE(out.has_value()) << error;
+    std::array<double, 2> v{};
+    std::istringstream in(out.value_or(""));
+    in >> v[0] >> v[1];
+    return v;
+  };
+  const auto without = stall(""), with = stall("mxu.fence\n");
+  EXPECT_DOUBLE_EQ(without[1], 0);
+  EXPECT_NEAR(with[1], 128 + 382, 6);
+  // The DMA still ends the program: the fence did not wait for it.
+  EXPECT_DOUBLE_EQ(with[0], without[0]);
+  EXPECT_GT(with[0], 2000);
+}
+
 TEST(TensorCore, DerivedStatsAreFormulasOverTheRunsCounters) {
   // 1 MiB HBM -> VMEM on v5e: every derived figure, recomputed here from
   // the plain counters and the preset's figures.

@@ -104,6 +104,34 @@ TEST(Attention, ForwardRunsTheModelsProductsOnTheMxuNearItsPeak) {
   EXPECT_LT(r.instructions, 20000u);
 }
 
+// core.mxu.step_sync: the kernel's block steps start with an mxu.fence
+// (forward and backward), and the program is otherwise the same.
+TEST(Attention, StepSyncFencesTheBlockStepsAndChangesNothingElse) {
+  AttentionShape s;
+  s.q_len = s.kv_len = 2048;
+  for (const bool backward : {false, true}) {
+    auto m = hlo::parse_hlo_module(tpusim::testing::te_attention_module(s, backward), "attention.hlo");
+    ASSERT_TRUE(m.ok());
+    ChipConfig c = tpusim::testing::preset("v5e");
+    c.core.mxu.step_sync = false;
+    auto free = lower_module(**m, c);
+    c.core.mxu.step_sync = true;
+    auto sync = lower_module(**m, c);
+    ASSERT_TRUE(free.ok() && sync.ok());
+    const auto ops = [](const isa::Program& p, bool fence) {
+      std::vector<isa::Op> out;
+      for (const auto& i : p.code) {
+        if (std::holds_alternative<isa::MxuFence>(i.op) == fence) out.push_back(i.op);
+      }
+      return out;
+    };
+    EXPECT_TRUE(ops(free->program, true).empty());
+    EXPECT_GE(ops(sync->program, true).size(), 2u) << backward;
+    EXPECT_TRUE(ops(sync->program, false) == ops(free->program, false)) << backward;
+    EXPECT_TRUE(isa::verify(sync->program, c).ok());
+  }
+}
+
 TEST(Attention, CausalSkipsTheBlocksAboveTheDiagonal) {
   // With nq query blocks, query block i attends to KV blocks 0..i:
   // nq (nq + 1) / 2 of nq^2 block pairs, (nq + 1) / (2 nq) of the work

@@ -100,6 +100,45 @@ ENTRY e {
   expect_verifies(l.program, c);
 }
 
+// The ops of a program other than mxu.fence, in order.
+std::vector<isa::Op> without_fences(const isa::Program& p) {
+  std::vector<isa::Op> out;
+  for (const auto& i : p.code) {
+    if (!std::holds_alternative<isa::MxuFence>(i.op)) out.push_back(i.op);
+  }
+  return out;
+}
+std::size_t fences(const isa::Program& p) {
+  return static_cast<std::size_t>(std::count_if(p.code.begin(), p.code.end(), [](const isa::Instruction& i) {
+    return std::holds_alternative<isa::MxuFence>(i.op);
+  }));
+}
+
+// core.mxu.step_sync: each k step of a dot starts with an mxu.fence, and
+// nothing else changes. Tiles pinned at 256 x 512 x 512 on a 1024 x 2048
+// x 1024 dot: 4 x 4 output blocks of 2 k steps, 32 steps, 32 fences.
+TEST(Lower, StepSyncStartsEveryDotStepWithAnMxuFence) {
+  const std::string text = R"(HloModule m
+ENTRY e {
+  a = bf16[1024,1024] parameter(0)
+  b = bf16[1024,2048] parameter(1)
+  ROOT d = bf16[1024,2048] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  LowerOptions o;
+  o.dot_tile_m = 256;
+  o.dot_tile_n = 512;
+  o.dot_tile_k = 512;
+  ChipConfig c = chip();
+  c.core.mxu.step_sync = false;
+  const auto free = lower_text(text, c, o);
+  EXPECT_EQ(fences(free.program), 0u);
+  c.core.mxu.step_sync = true;
+  const auto sync = lower_text(text, c, o);
+  EXPECT_EQ(fences(sync.program), 32u);
+  EXPECT_TRUE(without_fences(sync.program) == without_fences(free.program));
+  expect_verifies(sync.program, c);
+}
+
 // core.sequencer.kernel_overhead: every section (lowered op) starts with a
 // `delay` of round(overhead x clock) cycles; at 0 (the nominal presets) the
 // program has no delay at all.
@@ -491,7 +530,8 @@ std::map<std::string, std::int64_t> hbm_reads(const isa::Program& p) {
 // for the products plus the passes at the HBM bandwidth (484 us), within 10%
 // (converting the f32 tiles inside the dot took 576 us, 19% over it).
 TEST(Lower, F32DotConvertsItsOperandsOnceWhenThatIsCheaper) {
-  const ChipConfig c = chip("v6e");
+  ChipConfig c = chip("v6e");
+  c.core.mxu.step_sync = false;  // the bound below is the ideal stream (no per-step drain)
   const std::string f32 = R"(HloModule m
 ENTRY e {
   a = f32[8192,4096] parameter(0)
@@ -962,17 +1002,21 @@ TEST(LowerCorpus, LowersAndSimulates) {
 
 namespace tpusim::lower {
 namespace {
-// Manual experiment: TILE="tm tn tk" M=... CHIP=... ./isa_lower_tests
+// Manual experiment: TILE="tm tn tk" M=... K=... N=... CHIP=... ./isa_lower_tests
 // --gtest_also_run_disabled_tests --gtest_filter='*DotTiling*'
 TEST(LowerSim, DISABLED_DotTilingExperiment) {
   const char* chip_name = std::getenv("CHIP") ? std::getenv("CHIP") : "v5e";
   ChipConfig c = chip(chip_name);
   if (const char* r = std::getenv("MXU")) std::sscanf(r, "%ld %ld %ld", &c.core.mxu.rows, &c.core.mxu.cols, &c.core.mxu.count);
   if (const char* h = std::getenv("HBM")) c.hbm.bandwidth = std::atof(h);
+  if (const char* v = std::getenv("SYNC")) c.core.mxu.step_sync = std::atoi(v) != 0;
+  if (const char* v = std::getenv("VMEM")) c.core.vmem.scoped_limit = std::atof(v);
   const std::string m = std::getenv("M") ? std::getenv("M") : "4096";
-  const std::string text = "HloModule big\nENTRY e {\n a = bf16[" + m +
-                           ",4096] parameter(0)\n b = bf16[4096,4096] parameter(1)\n ROOT d = bf16[" + m +
-                           ",4096] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}";
+  const std::string k = std::getenv("K") ? std::getenv("K") : "4096";
+  const std::string n = std::getenv("N") ? std::getenv("N") : "4096";
+  const std::string text = "HloModule big\nENTRY e {\n a = bf16[" + m + "," + k + "] parameter(0)\n b = bf16[" + k +
+                           "," + n + "] parameter(1)\n ROOT d = bf16[" + m + "," + n +
+                           "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}";
   auto mod = hlo::parse_hlo_module(text, "x");
   ASSERT_TRUE(mod.ok());
   LowerOptions o;
@@ -984,8 +1028,8 @@ TEST(LowerSim, DISABLED_DotTilingExperiment) {
   so.trace_merge_gap_s = 0;
   auto r = simulate(c, l->program, so);
   ASSERT_TRUE(r.ok());
-  std::printf("%s ratio %.4f instructions %zu\n", l->report.tilings[0].c_str(), r->seconds / roofline_bound(**mod, c),
-              l->program.code.size());
+  std::printf("%s ratio %.4f seconds %.9g instructions %zu\n", l->report.tilings[0].c_str(),
+              r->seconds / roofline_bound(**mod, c), r->seconds, l->program.code.size());
   if (std::getenv("STATS")) {
     std::printf("%s\n", r->stats.to_json().dump(1).c_str());
   }
