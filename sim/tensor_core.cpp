@@ -261,40 +261,17 @@ void TensorCore::push_dyn(std::uint32_t pc) {
   ++next_dyn_;
 }
 
-CoTask TensorCore::wait_all_done(bool include_collectives) {
+CoTask TensorCore::wait_all_done(bool include_collectives, std::optional<isa::Unit> only) {
+  // Collectives are the ICI units' instructions.
+  const auto counted = [&](isa::Unit u) { return only ? u == *only : include_collectives || u != isa::Unit::kIci; };
   while (true) {
     bool pending = false;
     double latest = now();
-    for (const auto& u : units_) pending = pending || (!u->queue.empty() && (include_collectives || u->kind != isa::Unit::kIci));
+    for (const auto& u : units_) pending = pending || (!u->queue.empty() && counted(u->kind));
     if (!pending) {
       for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
         const Dyn& d = dyn(id);
-        if (!include_collectives && isa::opcode(program_.code[d.pc].op) == isa::Opcode::kCollective) continue;
-        if (d.start < 0) pending = true;
-        latest = std::max(latest, d.done);
-      }
-    }
-    if (pending) {
-      co_await CoreScheduler::on(any_popped_);
-      continue;
-    }
-    if (latest > now() + kTimeEps) {
-      co_await until(latest);
-      continue;
-    }
-    co_return;
-  }
-}
-
-CoTask TensorCore::wait_unit_done(isa::Unit unit) {
-  while (true) {
-    bool pending = false;
-    double latest = now();
-    for (const auto& u : units_) pending = pending || (u->kind == unit && !u->queue.empty());
-    if (!pending) {
-      for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
-        const Dyn& d = dyn(id);
-        if (isa::opcode_info(isa::opcode(program_.code[d.pc].op)).unit != unit) continue;
+        if (!counted(isa::opcode_info(isa::opcode(program_.code[d.pc].op)).unit)) continue;
         if (d.start < 0) pending = true;
         latest = std::max(latest, d.done);
       }
@@ -444,7 +421,7 @@ CoTask TensorCore::sequencer() {
     } else if (op == isa::Opcode::kMxuFence) {
       const double from = now();
       sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
-      co_await wait_unit_done(isa::Unit::kMxu);
+      co_await wait_all_done(false, isa::Unit::kMxu);
       sequencer_waiting_ = {};
       count(sequencer_stats_.stall_mxu_fence_cycles, (now() - from) / cycle_s_, pc);
     } else if (op == isa::Opcode::kDelay) {

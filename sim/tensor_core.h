@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <systemc>
 #include <tlm>
@@ -135,9 +136,9 @@ class TensorCore : public sc_core::sc_module {
   // for to `u.dep_ids` (ascending, no duplicates) and returns how many.
   std::uint32_t dependencies(std::uint32_t pc, std::uint64_t dyn, Unit& u);
   // include_collectives = false: in-flight collectives may continue (core.barrier).
-  CoTask wait_all_done(bool include_collectives = true);
-  // Stall until every issued instruction of `unit`'s kind has completed.
-  CoTask wait_unit_done(isa::Unit unit);
+  // Stall until every issued instruction has completed (collectives only
+  // when include_collectives); with `only`, every one on that kind of unit.
+  CoTask wait_all_done(bool include_collectives = true, std::optional<isa::Unit> only = std::nullopt);
   // co_await until(t): resume at t seconds (at once when t is not in the future).
   [[nodiscard]] CoreScheduler::At until(double t_s) const;
   // Times of one executed instruction, in seconds after the unit took it.
