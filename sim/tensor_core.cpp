@@ -76,7 +76,7 @@ struct TensorCore::Unit {
   };
   std::deque<InFlight> in_flight;
   CoSignal issued;  // a transfer joined in_flight
-  double last_done = 0;  // the latest completion this engine has issued
+  double last_done = 0;  // the latest completion of the instructions this unit has taken
   UnitCounters counters;
   Stat* flops = nullptr;  // MXU, VPU
   Stat* bytes = nullptr;  // DMA
@@ -267,8 +267,14 @@ CoTask TensorCore::wait_all_done(bool include_collectives, std::optional<isa::Un
   while (true) {
     bool pending = false;
     double latest = now();
-    for (const auto& u : units_) pending = pending || (!u->queue.empty() && counted(u->kind));
-    if (!pending) {
+    for (const auto& u : units_) {
+      pending = pending || (!u->queue.empty() && counted(u->kind));
+      // One kind of unit (mxu.fence, once per tile-loop step): a unit whose
+      // queue is empty has recorded every instruction it took (last_done),
+      // so the dynamic instructions need no scan.
+      if (only && u->kind == *only) latest = std::max(latest, u->last_done);
+    }
+    if (!pending && !only) {
       for (std::uint64_t id = dyn_base_; id < next_dyn_; ++id) {
         const Dyn& d = dyn(id);
         if (!counted(isa::opcode_info(isa::opcode(program_.code[d.pc].op)).unit)) continue;
@@ -531,8 +537,8 @@ CoTask TensorCore::run_unit(Unit& u) {
     // A DMA engine is free once it has issued its transfer's requests; the
     // data arrives (and the semaphore is signalled) an HBM latency or more
     // later, while the engine issues its next transfer (complete_transfers).
+    u.last_done = std::max(u.last_done, done_at);
     if (u.kind == isa::Unit::kDma) {
-      u.last_done = done_at;
       u.in_flight.push_back(Unit::InFlight{done_at, pc});
       if (CoreScheduler::has_waiters(u.issued)) sched_->notify(u.issued);
     }
