@@ -261,7 +261,7 @@ if os.path.exists(gemm_path):
               "- Large bf16 dots: a compiled kernel's tile-loop steps do not overlap on the MXUs (each pays the",
               "  arrays' fill, drain and first weight load; `core.mxu.step_sync`, docs/lowering.md, Step sync, from",
               "  the per-step cost JAX's Pallas TPU matmul tutorial measures on v5e; no fitted constant). With it",
-              "  tpusim runs the large dots at 95.6-97.7% of the MXU peak, where it ran them at 99-100%: v5e",
+              "  tpusim runs the large dots at 94.8-97.7% of the MXU peak, where it ran them at 99-100%: v5e",
               "  8192^3 and 16384^3 at 97.7% and 96.2% (the hardware at 93.9% and 95.3%, after the fitted call",
               "  overhead), TPU7x's flagged device-timed rows (below) at 95.6-96.3% (the hardware 94-96.5%: they",
               "  went from 4.5% to 0.7% val MAPE), v6e 8192^3 at 94.8% (1264 us).",
@@ -288,7 +288,7 @@ if os.path.exists(gemm_path):
               "  libtpu's default clock state. The same source measured 8192^3 device-timed at 76.3% of the",
               "  peak without flags and 93.7% with them (the VMEM limit changed too, so the clock's share is",
               "  not separated). tpusim runs every v7 row at the peak clock, so the large compute-bound host",
-              "  rows are under-predicted (8192^3 -18%, 8192x7168x4096 -10%). The default clock state's",
+              "  rows are under-predicted (8192^3 -14%, 8192x7168x4096 -7%). The default clock state's",
               "  frequency is not published; it is not modelled or fitted.",
               ""]
     lines += scatter_plot([(f"{r['chip']} {r['dtype']} {r['timing']}", r["split"], 1e6 * r["measured_s"],
