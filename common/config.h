@@ -157,6 +157,15 @@ struct DmaConfig {
   double chunk = 0;  // bytes
 };
 
+// The flash-attention kernels' grid steps (rows of Q and of K/V per step):
+// what one step of core.mxu.step_sync covers; 0 = tpusim's own block.
+struct AttentionKernelConfig {
+  std::int64_t block_q = 0;
+  std::int64_t block_kv = 0;
+  std::int64_t block_q_bwd = 0;
+  std::int64_t block_kv_bwd = 0;
+};
+
 struct CoreConfig {
   MxuConfig mxu;
   VpuConfig vpu;
@@ -166,6 +175,7 @@ struct CoreConfig {
   SmemConfig smem;
   SequencerConfig sequencer;
   DmaConfig dma;
+  AttentionKernelConfig attention;
 };
 
 struct HbmConfig {

@@ -29,6 +29,11 @@ class Attention {
     dt_ = mxu_stream_dtype(mxu, arr.q.dtype);
     dqk_ = std::max<std::int64_t>(1, a.qk_dim);
     dv_ = std::max<std::int64_t>(1, a.v_dim);
+    // The kernel's grid steps (core.attention): tpusim's blocks are at most
+    // the grid step's rows, and a grid step covers gq_ x gkv_ of them.
+    const auto& grid = c.chip.core.attention;
+    grid_q_ = a.backward ? grid.block_q_bwd : grid.block_q;
+    grid_kv_ = a.backward ? grid.block_kv_bwd : grid.block_kv;
     b_ = choose_block();
     // Queries too short to fill a block (decode: a token or a few per
     // sequence) are packed: the query heads sharing a key/value head are one
@@ -46,6 +51,8 @@ class Attention {
     piece_ = std::min(b_, backward_piece(b_));
     nq_ = ceil_div(qrows, bq_);
     nkv_ = ceil_div(std::max<std::int64_t>(1, a.kv_len), b_);
+    gq_ = grid_q_ > 0 ? std::max<std::int64_t>(1, grid_q_ / (a.backward ? b_ : bq_)) : 1;
+    gkv_ = grid_kv_ > 0 ? std::max<std::int64_t>(1, grid_kv_ / b_) : 1;
     // Operands read head-major, [B*heads*S, D] (the layout XLA's TPU layout
     // assignment gives a kernel's operands, so a block is one contiguous
     // run; the relayout from the dump's BSHD is not charged): the stand-in
@@ -69,21 +76,31 @@ class Attention {
       pairs = forward();
     }
     const std::int64_t all = nq_ * nkv_;
-    return fmt::format("flash attention{}: blocks of {} rows{}, {} of {} block pairs per {}{}{}",
+    const std::string steps =
+        gq_ * gkv_ > 1 ? fmt::format(", grid steps of {} x {} blocks (core.attention: {} x {} rows)", gq_, gkv_,
+                                     grid_q_, grid_kv_)
+                       : "";
+    return fmt::format("flash attention{}: blocks of {} rows{}, {} of {} block pairs per {}{}{}{}",
                        a_.backward ? " backward (S and P recomputed; dV, dP, dQ, dK: five products)" : "", b_,
                        packed_ ? fmt::format(" ({} query rows: the query heads of a key/value head packed)", bq_) : "",
                        pairs, all, packed_ ? "key/value head" : "head",
-                       a_.causal ? fmt::format(" ({} above the diagonal skipped, causal)", all - pairs) : "",
+                       a_.causal ? fmt::format(" ({} above the diagonal skipped, causal)", all - pairs) : "", steps,
                        a_.assumed.empty() ? "" : "; " + a_.assumed);
   }
 
  private:
   // The largest power-of-two block (rows of Q and of K/V at a time) up to
-  // 1024 whose VMEM fits the budget and that the sequences fill.
+  // 1024, and up to the kernel's grid step when one is set, whose VMEM fits
+  // the budget and that the sequences fill.
   std::int64_t choose_block() const {
     const std::int64_t lanes = c_.lanes();
     const std::int64_t longest = std::max(a_.q_len, a_.kv_len);
+    std::int64_t cap = 1024;
+    for (const std::int64_t g : {grid_q_, grid_kv_}) {
+      if (g > 0) cap = std::min(cap, g);
+    }
     for (const std::int64_t b : {1024, 512, 256, 128}) {
+      if (b > cap && b > 128) continue;
       if (b > lanes && b > longest) continue;
       if (footprint(b) <= c_.vmem_budget()) return b;
     }
@@ -210,12 +227,16 @@ class Attention {
   // block j+1's scores while the VPU/EUP/XLU work on block j. Block j+1's
   // loads are issued before B(j) and waited for after it, so they run under
   // B(j) (they start once B(j-1), the slot's last reader, is done), and the
-  // sequencer's wait for them does not hold B(j) back. Slots alternate; a
-  // pair of blocks runs inside `repeat`, the first A and the last Bs outside.
+  // sequencer's wait for them does not hold B(j) back. Slots alternate; the
+  // steps k = 1..n-1 (each B(k-1) and A(k)) run inside `repeat`, `period`
+  // steps to an iteration, the first A and the last B outside.
+  // A step starts a grid step of the kernel (an mxu.fence, Ctx::mxu_step)
+  // when fence_at(k) (k = n: the last B); fence_at has period `period`.
   // Each write-back slot starts with one signal given up front; the last
   // write-backs are waited for at the end.
   void staged(std::int64_t n, const std::function<std::int64_t(int)>& load, const std::function<void(int)>& stage_a,
-              const std::function<void(int)>& stage_b, WriteBack wb = WriteBack::kNone) {
+              const std::function<void(int)>& stage_b, const std::function<bool(std::int64_t)>& fence_at,
+              std::int64_t period, WriteBack wb = WriteBack::kNone) {
     if (n <= 0) return;
     const bool stores = wb != WriteBack::kNone;
     const auto fetch = [&](int slot) {
@@ -226,36 +247,30 @@ class Attention {
       c_.wait(ld_[static_cast<std::size_t>(slot)], k);
       stage_a(slot);
     };
+    const auto step = [&](std::int64_t k) {  // B(k-1), A(k)
+      const int slot = static_cast<int>(k % 2);
+      if (fence_at(k)) c_.mxu_step();
+      const std::int64_t loads = fetch(slot);
+      stage_b(1 - slot);
+      ready(slot, loads);
+    };
     if (stores) {
       c_.emit(isa::SemSignal{sq_[0], 1});
       c_.emit(isa::SemSignal{sq_[1], 1});
     }
-    c_.mxu_step();
+    if (fence_at(0)) c_.mxu_step();
     ready(0, fetch(0));
-    const std::int64_t pairs = (n - 1) / 2;
-    if (pairs > 0) {
-      c_.emit(isa::Repeat{pairs});
-      c_.mxu_step();
-      std::int64_t k = fetch(1);
-      stage_b(0);
-      ready(1, k);
-      c_.mxu_step();
-      k = fetch(0);
-      stage_b(1);
-      ready(0, k);
+    std::int64_t k = 1;
+    const std::int64_t body = period % 2 == 0 ? period : 2 * period;  // whole slot pairs
+    if ((n - 1) / body > 0) {
+      c_.emit(isa::Repeat{(n - 1) / body});
+      for (std::int64_t t = 1; t <= body; ++t) step(t);
       c_.emit(isa::End{});
+      k += (n - 1) / body * body;
     }
-    if (n % 2 == 0) {
-      c_.mxu_step();
-      const std::int64_t k = fetch(1);
-      stage_b(0);
-      ready(1, k);
-      c_.mxu_step();
-      stage_b(1);
-    } else {
-      c_.mxu_step();
-      stage_b(0);
-    }
+    for (; k < n; ++k) step(k);
+    if (fence_at(n)) c_.mxu_step();
+    stage_b(static_cast<int>((n - 1) % 2));
     if (stores) {
       c_.wait(sq_[0], 1);
       c_.wait(sq_[1], 1);
@@ -267,30 +282,34 @@ class Attention {
   // ahead, its V (needed by B: the softmax and P V) one block ahead. In
   // program order, step j is: A(j+1), the loads of K(j+2) and V(j+1), then
   // B(j). Step 0 runs first (its B starts the running max, sum and O
-  // rather than updating them), the steady steps in pairs (the slots
-  // alternate) inside `repeat`, the last two after it.
+  // rather than updating them), the steady steps (`period` to an iteration,
+  // in whole slot pairs: the slots alternate) inside `repeat`, the last two
+  // after it. A step starts a grid step of the kernel (an mxu.fence) when
+  // fence_at(j + 1), the index of the A it issues (n: the last B alone);
+  // fence_at has period `period`.
   // With `next` (the next group's loads, run once this group no longer
   // reads Q, slot 0 or block 1's K), blocks 0's K and V and block 1's K are
   // already in flight (the previous group's `next` issued them).
   void forward_blocks(std::int64_t n, const std::function<void(int)>& load_k, const std::function<void(int)>& load_v,
                       const std::function<void(int)>& stage_a, const std::function<void(int, bool)>& stage_b,
+                      const std::function<bool(std::int64_t)>& fence_at, std::int64_t period,
                       const std::function<void()>& next = {}) {
     if (n <= 0) return;
-    const auto step = [&](int slot, bool next_k, bool first) {  // slot = j % 2
-      const int other = 1 - slot;
-      c_.mxu_step();
+    const auto step = [&](std::int64_t j, bool next_k) {
+      const int slot = static_cast<int>(j % 2), other = 1 - slot;
+      if (fence_at(j + 1)) c_.mxu_step();
       c_.wait(ldk_[static_cast<std::size_t>(other)], 1);
       stage_a(other);  // A(j+1)
       if (next_k) load_k(slot);  // K(j+2)
       load_v(other);  // V(j+1)
       c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
-      stage_b(slot, first);  // B(j)
+      stage_b(slot, j == 0);  // B(j)
     };
     if (!next) {
       load_k(0);
       load_v(0);
     }
-    c_.mxu_step();
+    if (fence_at(0)) c_.mxu_step();
     c_.wait(ldk_[0], 1);
     stage_a(0);
     if (n == 1) {
@@ -300,25 +319,22 @@ class Attention {
       return;
     }
     if (!next) load_k(1);
-    step(0, n >= 3, true);                                 // j = 0
-    const std::int64_t steady = std::max<std::int64_t>(0, n - 3);  // j = 1..n-3 load K(j+2)
-    if (steady / 2 > 0) {
-      c_.emit(isa::Repeat{steady / 2});
-      step(1, true, false);
-      step(0, true, false);
+    step(0, n >= 3);
+    // j = 1..n-3 load K(j+2): whole iterations of `body` steps, the rest after.
+    const std::int64_t steady = std::max<std::int64_t>(0, n - 3);
+    const std::int64_t body = period % 2 == 0 ? period : 2 * period;
+    std::int64_t j = 1;
+    if (steady / body > 0) {
+      c_.emit(isa::Repeat{steady / body});
+      for (std::int64_t t = 1; t <= body; ++t) step(t, true);
       c_.emit(isa::End{});
+      j += steady / body * body;
     }
-    int slot = 1;
-    if (steady % 2 == 1) {
-      step(1, true, false);
-      slot = 0;
-    }
-    if (n >= 3) {
-      step(slot, false, false);  // j = n-2
-      slot = 1 - slot;
-    }
+    for (; j <= n - 3; ++j) step(j, true);
+    if (n >= 3) step(n - 2, false);
+    const int slot = static_cast<int>((n - 1) % 2);
     if (next && slot == 1) next();  // slot 0 is free: B(n-1) reads slot 1
-    c_.mxu_step();
+    if (fence_at(n)) c_.mxu_step();
     c_.wait(ldv_[static_cast<std::size_t>(slot)], 1);
     stage_b(slot, false);  // j = n-1
     if (next && slot == 0) next();
@@ -453,6 +469,7 @@ class Attention {
             }
             pending = slot;
           },
+          [&](std::int64_t k) { return i % gq_ == 0 && k % gkv_ == 0; }, gkv_,
           ahead ? std::function<void()>(next) : std::function<void()>());
       fold(pending);
       vpu(VpuOp::kDiv, o, o, l);
@@ -622,7 +639,7 @@ class Attention {
             for (const TileRef& t : tvp_[x]) vpu(VpuOp::kAdd, dvf, dvf, t);
             for (const TileRef& t : tkp_[x]) vpu(VpuOp::kAdd, dkf, dkf, t);
           },
-          wb);
+          [&](std::int64_t k) { return j % gkv_ == 0 && (first + k) % gq_ == 0; }, gq_, wb);
       vpu(VpuOp::kConvert, dkb, dkf);
       vpu(VpuOp::kConvert, dvb, dvf);
       c_.dma(block(dk, j, dqk_), dkb, st_);
@@ -641,6 +658,8 @@ class Attention {
   std::int64_t dqk_ = 1, dv_ = 1, groups_ = 1, b_ = 128, nq_ = 1, nkv_ = 1;
   std::int64_t bq_ = 128;  // query rows of a forward block (b_, or fewer when packed_)
   bool packed_ = false;     // short queries: a KV head's query heads packed into a block's rows
+  std::int64_t grid_q_ = 0, grid_kv_ = 0;  // the kernel's grid step in rows (core.attention; 0 = a block)
+  std::int64_t gq_ = 1, gkv_ = 1;          // blocks of Q and of K/V in a grid step
   std::int64_t rows_ = 64;  // rows of the softmax's pieces (an eighth of a query block)
   std::int64_t piece_ = 128;  // rows of the backward's pieces
   std::array<std::vector<TileRef>, 2> tvp_, tkp_;  // per slot, per piece: dV and dK partial products

@@ -261,6 +261,7 @@ def supported(row):
             return f"precision {row['precision']}"
         maxtext_hlo.remat_plan(*remat(row))
         scoped_vmem_limit_kib(row)
+        attention_blocks(row)
         _, tensor, _, cp = _mesh(row)
         if chip_batch(row) * tensor * cp < 1:
             return "fractional per-device batch"
@@ -333,14 +334,42 @@ def row_module(row):
 PROGRAM_INSTRUCTIONS = 16_000_000
 
 
+# The flash-attention kernels' grid steps (rows of Q and of K/V): MaxText's sa_block_q, sa_block_kv (forward)
+# and sa_block_q_dkv, sa_block_kv_dkv (the dK/dV backward) as a row's config sets them, else base.yml's default,
+# 512 for each (AI-Hypercomputer/maxtext base.yml at tags tpu-recipes-v0.1.2, -v0.1.4 and -v0.1.5). The
+# v5e/v5p rows' MaxText (76bd53b0f44c, before the sa_* keys) passes the same 512 to Pallas' flash_attention
+# (layers/attentions.py: block_q, block_k_major, block_q_major_dkv, block_k_major_dkv); its block_b = 2 (two
+# sequences per grid step) is not modelled: tpusim's grid steps are per (sequence, head).
+ATTENTION_BLOCKS = {"block_q": "sa_block_q", "block_kv": "sa_block_kv",
+                    "block_q_bwd": "sa_block_q_dkv", "block_kv_bwd": "sa_block_kv_dkv"}
+MAXTEXT_DEFAULT_BLOCK = 512
+
+
+def attention_blocks(row):
+    """{core.attention key: rows} of the row's flash-attention grid steps (ATTENTION_BLOCKS)."""
+    out = {}
+    for key, flag in ATTENTION_BLOCKS.items():
+        value = config_value(row, flag)
+        if value is None:
+            out[key] = MAXTEXT_DEFAULT_BLOCK
+        elif re.fullmatch(r"[1-9]\d{0,6}", value.strip()):
+            out[key] = int(value)
+        else:
+            raise ValueError(f"config: {flag}={value}: expected a positive whole number of rows")
+    return out
+
+
 def run_args(row):
-    """`tpusim run` arguments reproducing the row's slice (symmetric SPMD, loops extrapolated) and the XLA
-    scoped VMEM limit its run set (core.vmem.scoped_limit)."""
+    """`tpusim run` arguments reproducing the row's slice (symmetric SPMD, loops extrapolated), the XLA
+    scoped VMEM limit its run set (core.vmem.scoped_limit) and its flash-attention grid steps
+    (core.attention, attention_blocks)."""
     topo = row["topology_per_slice"].split()[0]
     args = ["--chip", row["chip"], "--system", topo, "--mode", "symmetric", "--loops", "extrapolate",
             "--set", f"simulation.max_program_instructions={PROGRAM_INSTRUCTIONS}"]
     if (kib := scoped_vmem_limit_kib(row)) is not None:
         args += ["--set", f"core.vmem.scoped_limit={kib}KiB"]
+    for key, rows in attention_blocks(row).items():
+        args += ["--set", f"core.attention.{key}={rows}"]
     if int(row["num_slices"]) > 1:
         args += ["--set", f"system.slices={row['num_slices']}"]
     if devices_per_chip(row) > 1:

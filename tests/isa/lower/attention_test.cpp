@@ -132,6 +132,89 @@ TEST(Attention, StepSyncFencesTheBlockStepsAndChangesNothingElse) {
   }
 }
 
+// The ops a program executes, in order (repeat bodies as many times as
+// they run), without the loop markers; with `fences`, only the mxu.fences.
+std::vector<isa::Op> executed(const isa::Program& p, bool fences) {
+  std::vector<isa::Op> out;
+  std::vector<std::pair<std::size_t, std::int64_t>> loops;  // (body start, runs left)
+  for (std::size_t pc = 0; pc < p.code.size(); ++pc) {
+    const isa::Op& op = p.code[pc].op;
+    if (const auto* r = std::get_if<isa::Repeat>(&op)) {
+      loops.emplace_back(pc + 1, r->count);
+    } else if (std::holds_alternative<isa::End>(op)) {
+      if (--loops.back().second > 0) {
+        pc = loops.back().first - 1;
+      } else {
+        loops.pop_back();
+      }
+    } else if (std::holds_alternative<isa::MxuFence>(op) == fences) {
+      out.push_back(op);
+      // Accumulator rows aside: the lowering deals them round a ring as it
+      // emits, so a loop body of more steps deals them differently.
+      if (auto* mm = std::get_if<isa::MxuMatmul>(&out.back())) mm->acc = 0;
+      if (auto* pop = std::get_if<isa::MxuPop>(&out.back())) pop->acc = 0;
+    }
+  }
+  return out;
+}
+
+// core.attention: the kernel's grid steps group tpusim's blocks, and only a
+// grid step's first block starts with an mxu.fence. A grid step of 2048 x
+// 2048 rows over S = 4096 (no mask) with blocks of b rows: nq = nkv = 4096/b
+// blocks, g = 2048/b blocks of each to a grid step. The forward fences the
+// first A of every g-th query block's every g-th KV block and its last B:
+// (nq/g) (nkv/g + 1) per head; the backward (KV blocks outside, query
+// blocks inside) (nkv/g) (nq/g + 1). Per block (no grid steps set): g = 1.
+// What the program executes is otherwise the same (but for the
+// accumulator rows, `executed`).
+TEST(Attention, GridStepsFenceOnceAGridStepAndChangeNothingElse) {
+  AttentionShape s;
+  s.q_len = s.kv_len = 4096;
+  for (const bool backward : {false, true}) {
+    auto m = hlo::parse_hlo_module(tpusim::testing::te_attention_module(s, backward), "attention.hlo");
+    ASSERT_TRUE(m.ok());
+    ChipConfig c = tpusim::testing::preset("v5e");
+    c.core.mxu.step_sync = true;
+    auto per_block = lower_module(**m, c);
+    c.core.attention = {.block_q = 2048, .block_kv = 2048, .block_q_bwd = 2048, .block_kv_bwd = 2048};
+    auto grid = lower_module(**m, c);
+    ASSERT_TRUE(per_block.ok() && grid.ok());
+    EXPECT_TRUE(isa::verify(grid->program, c).ok());
+    std::int64_t b = 0;
+    for (const auto& n : grid->report.notes) {
+      if (const auto at = n.message.find("blocks of "); at != std::string::npos) b = std::stoll(n.message.substr(at + 10));
+    }
+    ASSERT_TRUE(b == 512 || b == 1024) << b;
+    const std::size_t heads = static_cast<std::size_t>(s.batch * s.heads), n = static_cast<std::size_t>(4096 / b);
+    const std::size_t g = static_cast<std::size_t>(2048 / b);
+    EXPECT_EQ(executed(per_block->program, true).size(), heads * n * (n + 1)) << backward;
+    EXPECT_EQ(executed(grid->program, true).size(), heads * (n / g) * (n / g + 1)) << backward;
+    EXPECT_TRUE(executed(grid->program, false) == executed(per_block->program, false)) << backward;
+  }
+}
+
+// A grid step smaller than the block tpusim would pick caps its blocks.
+TEST(Attention, AGridStepSmallerThanTheBlockCapsIt) {
+  AttentionShape s;
+  s.q_len = s.kv_len = 4096;
+  auto m = hlo::parse_hlo_module(tpusim::testing::te_attention_module(s, false), "attention.hlo");
+  ASSERT_TRUE(m.ok());
+  ChipConfig c = tpusim::testing::preset("v5e");
+  const auto block = [&] {
+    auto l = lower_module(**m, c);
+    EXPECT_TRUE(l.ok());
+    std::int64_t b = 0;
+    for (const auto& n : l->report.notes) {
+      if (const auto at = n.message.find("blocks of "); at != std::string::npos) b = std::stoll(n.message.substr(at + 10));
+    }
+    return b;
+  };
+  ASSERT_GT(block(), 256);
+  c.core.attention.block_q = 256;
+  c.core.attention.block_kv = 512;
+  EXPECT_EQ(block(), 256);
+}
+
 TEST(Attention, CausalSkipsTheBlocksAboveTheDiagonal) {
   // With nq query blocks, query block i attends to KV blocks 0..i:
   // nq (nq + 1) / 2 of nq^2 block pairs, (nq + 1) / (2 nq) of the work
