@@ -324,7 +324,29 @@ ENTRY e {
 }
 """
 
-HLO = {"chain": chain_hlo(), "dot": DOT_HLO, "allreduces": small_allreduces(), "allreduce": ALLREDUCE_HLO}
+
+
+def attention_hlo(backward):
+    """Transformer Engine's fused attention (one sequence, 2 heads of 128, 4096 tokens, no mask), which
+    tpusim compiles as a flash-attention kernel: with step sync (the v5e preset) each of its grid steps
+    drains the MXUs once, so larger grid steps (core.attention.*) drain them less often."""
+    q = kv = "bf16[1,4096,2,128]"
+    cfg = ("backend_config={attn_heads = 2 : i64, input_batch = 1 : i64, kv_max_seqlen = 4096 : i64, "
+           "mask_type = 0 : i64, num_gqa_groups = 2 : i64, q_max_seqlen = 4096 : i64, qk_head_dim = 128 : i64, "
+           "v_head_dim = 128 : i64}")
+    t = f"HloModule attention\nENTRY e {{\n  q = {q} parameter(0)\n  k = {kv} parameter(1)\n  v = {kv} parameter(2)\n"
+    if backward:
+        t += (f"  aux = f32[1,2,4096,1] parameter(3)\n  o = {q} parameter(4)\n  do = {q} parameter(5)\n"
+              f"  ROOT a = ({q}, {kv}, {kv}) custom-call(q, k, v, aux, o, do), "
+              f'custom_call_target="te_fused_attn_backward_ffi", api_version=API_VERSION_TYPED_FFI, {cfg}\n}}\n')
+    else:
+        t += (f"  ROOT a = ({q}, f32[1,2,4096,1]) custom-call(q, k, v), "
+              f'custom_call_target="te_fused_attn_forward_ffi", api_version=API_VERSION_TYPED_FFI, {cfg}\n}}\n')
+    return t
+
+
+HLO = {"chain": chain_hlo(), "dot": DOT_HLO, "allreduces": small_allreduces(), "allreduce": ALLREDUCE_HLO,
+       "attention": attention_hlo(False), "attention_bwd": attention_hlo(True)}
 
 SHIPPED = {}
 
@@ -362,6 +384,12 @@ CASES = {
     "core.vmem.bytes_per_cycle": ("vmem_copy", "v5e", [], "512", "slower"),
     # A dot's tiles within a 1 MiB kernel limit: narrower tiles re-read the operands and cannot hide the MXU's weight loads.
     "core.vmem.scoped_limit": ("dot", "v5e", [], "1 MiB", "slower"),
+    # Grid steps of 4096 rows: the flash kernel's blocks drain the MXUs once per step (step sync) instead
+    # of once per block (0: every block a grid step). Each key alone widens the step along its side.
+    "core.attention.block_q": ("attention", "v5e", [], "4096", "faster"),
+    "core.attention.block_kv": ("attention", "v5e", [], "4096", "faster"),
+    "core.attention.block_q_bwd": ("attention_bwd", "v5e", [], "4096", "faster"),
+    "core.attention.block_kv_bwd": ("attention_bwd", "v5e", [], "4096", "faster"),
     "core.smem.capacity": ("smem_big", "v5e", [], "256 KiB", "error"),
     "core.sequencer.issue_width": ("issue", "v5e", [], "4", "faster"),
     "core.sequencer.dispatch_latency": ("issue", "v5e", [], "20", "slower"),

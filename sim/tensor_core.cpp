@@ -426,7 +426,7 @@ CoTask TensorCore::sequencer() {
       count(sequencer_stats_.stall_core_barrier_cycles, (now() - from) / cycle_s_, pc);
     } else if (op == isa::Opcode::kMxuFence) {
       const double from = now();
-      sequencer_waiting_ = Waiting{Waiting::Kind::kBarrier, pc, 0, 0};
+      sequencer_waiting_ = Waiting{Waiting::Kind::kMxuFence, pc, 0, 0};
       co_await wait_all_done(false, isa::Unit::kMxu);
       sequencer_waiting_ = {};
       count(sequencer_stats_.stall_mxu_fence_cycles, (now() - from) / cycle_s_, pc);
@@ -916,6 +916,8 @@ std::string TensorCore::describe(const Waiting& w, const std::string& /*unit_nam
       return fmt::format("semaphore '{}' to reach {} (it is {}) at {}", program_.semaphores[w.sem].name, w.count,
                          sem_[w.sem], where(w.pc));
     case Waiting::Kind::kBarrier: return fmt::format("every earlier instruction to complete at {}", where(w.pc));
+    case Waiting::Kind::kMxuFence:
+      return fmt::format("the MXUs' earlier instructions to complete at {}", where(w.pc));
     case Waiting::Kind::kCoreBarrier:
       return fmt::format("the chip's other TensorCores to reach core.barrier {}", where(w.pc));
     case Waiting::Kind::kEnd: return "the last instructions to complete";

@@ -218,7 +218,8 @@ class TensorCore : public sc_core::sc_module {
   // What a party is blocked on, formatted only for the deadlock report.
   struct Waiting {
     enum class Kind {
-      kNone, kQueueSlot, kSemaphore, kBarrier, kCoreBarrier, kEnd, kStart, kComplete, kCollective, kLoopLeader
+      kNone, kQueueSlot, kSemaphore, kBarrier, kMxuFence, kCoreBarrier, kEnd, kStart, kComplete, kCollective,
+      kLoopLeader
     } kind = Kind::kNone;
     std::uint32_t pc = 0;     // the waiting (sequencer) or awaited (unit) instruction
     std::uint32_t sem = 0;    // kSemaphore: the semaphore
