@@ -31,6 +31,15 @@ struct KernelRun {
   std::int64_t block = 0;  // rows of a block, from the lowering's note
 };
 
+// Rows of a block, from the lowering's note ("... blocks of N rows ...").
+std::int64_t block_rows(const std::vector<LowerNote>& notes) {
+  std::int64_t block = 0;
+  for (const auto& n : notes) {
+    if (const auto at = n.message.find("blocks of "); at != std::string::npos) block = std::stoll(n.message.substr(at + 10));
+  }
+  return block;
+}
+
 // Lowered, verified and simulated in a child process.
 KernelRun run(const std::string& text, const char* chip) {
   std::string error;
@@ -43,12 +52,7 @@ KernelRun run(const std::string& text, const char* chip) {
         if (!l.ok()) return "error " + format_all(l.errors());
         const auto v = isa::verify(l->program, c);
         if (!v.ok()) return "error verify " + format_all(v.diagnostics()).substr(0, 600);
-        std::int64_t block = 0;
-        for (const auto& n : l->report.notes) {
-          if (const auto at = n.message.find("blocks of "); at != std::string::npos) {
-            block = std::stoll(n.message.substr(at + 10));
-          }
-        }
+        const std::int64_t block = block_rows(l->report.notes);
         auto r = simulate(c, l->program);
         if (!r.ok() || !r->finished) return "error simulate";
         double flops = 0, hbm = 0, busiest = 0;
@@ -180,10 +184,7 @@ TEST(Attention, GridStepsFenceOnceAGridStepAndChangeNothingElse) {
     auto grid = lower_module(**m, c);
     ASSERT_TRUE(per_block.ok() && grid.ok());
     EXPECT_TRUE(isa::verify(grid->program, c).ok());
-    std::int64_t b = 0;
-    for (const auto& n : grid->report.notes) {
-      if (const auto at = n.message.find("blocks of "); at != std::string::npos) b = std::stoll(n.message.substr(at + 10));
-    }
+    const std::int64_t b = block_rows(grid->report.notes);
     ASSERT_TRUE(b == 512 || b == 1024) << b;
     const std::size_t heads = static_cast<std::size_t>(s.batch * s.heads), n = static_cast<std::size_t>(4096 / b);
     const std::size_t g = static_cast<std::size_t>(2048 / b);
@@ -203,11 +204,7 @@ TEST(Attention, AGridStepSmallerThanTheBlockCapsIt) {
   const auto block = [&] {
     auto l = lower_module(**m, c);
     EXPECT_TRUE(l.ok());
-    std::int64_t b = 0;
-    for (const auto& n : l->report.notes) {
-      if (const auto at = n.message.find("blocks of "); at != std::string::npos) b = std::stoll(n.message.substr(at + 10));
-    }
-    return b;
+    return l.ok() ? block_rows(l->report.notes) : std::int64_t{0};
   };
   ASSERT_GT(block(), 256);
   c.core.attention.block_q = 256;
