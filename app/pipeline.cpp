@@ -155,7 +155,7 @@ std::optional<PipelineRun> run_pipeline(const std::string& path, const ChipConfi
   }
   if (!options.multi_chip && out.compiled.devices > 1 && options.notes != nullptr) {
     *options.notes << fmt::format(
-        "{}: note: the module runs on {} devices ({}); this run simulates one chip, its collectives timed on "
+        "{}: warning: the module runs on {} devices ({}); this run simulates one chip, its collectives timed on "
         "a one-chip placeholder (--system auto simulates all {})\n",
         path, out.compiled.devices, out.compiled.devices_source, out.compiled.devices);
   }

@@ -244,10 +244,18 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
       return kUsageError;
     }
   }
-  po.notes = &err;
+  // -q: the compiler's notes (approximations) are left out; its warnings stay.
+  std::ostringstream quiet_notes;
+  po.notes = opt.verbosity >= 0 ? &err : &quiet_notes;
   po.strict = opt.strict;
   app::StageError failure;
   auto done = app::run_pipeline(input, cfg.chip, po, failure);
+  if (opt.verbosity < 0) {
+    std::istringstream lines(quiet_notes.str());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(": note: ") == std::string::npos) err << line << "\n";
+    }
+  }
   if (!done) {
     err << failure.text;
     return failure.code;
@@ -270,6 +278,8 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
     out << (grouped ? groups_csv(j["groups"]) : report_csv(j));
   } else if (opt.verbosity >= 0 || !result->finished) {
     out << report_text(in);
+  } else {
+    out << report_total_line(j);  // -q: the result alone
   }
   if (!result->finished) {
     for (const auto& b : result->blocked) err << fmt::format("{}: deadlock: {}\n", input, b);

@@ -400,6 +400,11 @@ std::string groups_text(const json& groups, GroupBy by) {
 }
 }  // namespace
 
+std::string report_total_line(const json& report) {
+  return fmt::format("total        {:.0f} cycles = {:.3f} us\n", report["cycles"].get<double>(),
+                     report["step_time_s"].get<double>() * 1e6);
+}
+
 std::string report_text(const ReportInput& in) {
   const json j = report_json(in);
   const ChipConfig& c = *in.chip;
@@ -411,8 +416,7 @@ std::string report_text(const ReportInput& in) {
     o += "DEADLOCK: the simulation ran out of events before the program finished\n";
     for (const auto& b : in.result->blocked) o += "  " + b + "\n";
   }
-  o += fmt::format("total        {:.0f} cycles = {:.3f} us\n", j["cycles"].get<double>(),
-                   j["step_time_s"].get<double>() * 1e6);
+  o += report_total_line(j);
   if (in.spmd != nullptr) {
     const SpmdResult& m = *in.spmd;
     o += fmt::format("system       {}, {} chips, {} mode ({} simulated)\n", m.topology, m.chips,

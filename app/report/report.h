@@ -61,6 +61,9 @@ std::string provenance_root(std::string_view provenance);
 // longest first. With profile.group_by: "groups" (profile_groups()).
 nlohmann::json report_json(const ReportInput& in);
 std::string report_text(const ReportInput& in);
+// The text report's first result line, "total  <cycles> cycles = <us> us" (what
+// `run -q` prints), from report_json.
+std::string report_total_line(const nlohmann::json& report);
 // The per-op rows as CSV (`run --format csv`), one header line, columns in
 // this order: name,opcode,occurrences,time_s,percent,flops,transcendentals,
 // flop_utilization,hbm_bytes,hbm_bandwidth_utilization,bound_time_s,
