@@ -127,13 +127,14 @@ void add_run_command(CLI::App& app, CliState& s) {
       ->type_name("MODE");
   run_cmd->add_option("--group-by", s.run_opt.group_by,
                       "Op profile grouping: category (XLA profiler categories), op_name (the framework's name "
-                      "path, levels to --depth) or none (one row per HLO op)")
+                      "path, levels to --depth), nested (each op with the ops of the computations it runs, a while "
+                      "loop's body ops under it, levels to --depth) or none (one row per HLO op)")
       ->type_name("BY")
       ->capture_default_str();
   run_cmd->add_option("--top", s.run_opt.top, "Show the N longest rows per level, the rest summed (0 = all)")
       ->type_name("N")
       ->capture_default_str();
-  run_cmd->add_option("--depth", s.run_opt.depth, "op_name levels shown with --group-by op_name (module > layer > op)")
+  run_cmd->add_option("--depth", s.run_opt.depth, "Levels shown with --group-by op_name (module > layer > op) or nested (op > body op)")
       ->type_name("D")
       ->capture_default_str();
   add_loops_option(*run_cmd, s.opt);

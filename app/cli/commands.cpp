@@ -208,7 +208,7 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
   }
   ProfileOptions profile;
   if (!parse_group_by(run.group_by, profile.group_by)) {
-    err << fmt::format("--group-by: error: expected category, op_name or none, got '{}'\n", run.group_by);
+    err << fmt::format("--group-by: error: expected category, op_name, nested or none, got '{}'\n", run.group_by);
     return kUsageError;
   }
   if (run.top < 0 || run.depth < 1) {

@@ -348,7 +348,12 @@ json report_json(const ReportInput& in) {
   }
   j["by_limiter"] = time_by(j["ops"], "limiter", t);
   if (in.roofline != nullptr) j["by_category"] = time_by(j["ops"], "category", t);
-  if (in.profile.group_by != GroupBy::kNone) j["groups"] = profile_groups(j, in.profile);
+  if (in.profile.group_by == GroupBy::kNested) {
+    const json rows = provenance_ops_json(in, cores);
+    j["groups"] = profile_groups(j, in.profile, &rows);
+  } else if (in.profile.group_by != GroupBy::kNone) {
+    j["groups"] = profile_groups(j, in.profile);
+  }
   if (in.spmd != nullptr) {
     spmd_json(*in.spmd, j);
   } else {
@@ -385,7 +390,10 @@ std::string summary_text(const char* title, const json& rows) {
 // The grouped op profile: categories, or op_name levels indented.
 std::string groups_text(const json& groups, GroupBy by) {
   std::string o = fmt::format("\n{:<40} {:>9} {:>6} {:>5} {:>11} {:>9} {:>13} {:>8} {:>9}   limiter\n",
-                              by == GroupBy::kCategory ? "category" : "op_name", "time us", "%", "ops", "FLOP",
+                              by == GroupBy::kCategory ? "category"
+                              : by == GroupBy::kNested ? "op (nested computations' ops)"
+                                                       : "op_name",
+                              "time us", "%", "ops", "FLOP",
                               "FLOP util", "HBM bytes", "HBM util", "x bound");
   for (const auto& g : groups) {
     const auto level = g["level"].get<int>();
@@ -565,6 +573,8 @@ bool parse_group_by(std::string_view text, GroupBy& out) {
     out = GroupBy::kCategory;
   } else if (text == "op_name") {
     out = GroupBy::kOpName;
+  } else if (text == "nested") {
+    out = GroupBy::kNested;
   } else {
     return false;
   }
@@ -573,12 +583,9 @@ bool parse_group_by(std::string_view text, GroupBy& out) {
 
 namespace {
 
-// "jit(f)/layers_3/attention/dot_general" -> its components; an op without
-// one is grouped under "(no op_name)" by its HLO name.
-std::vector<std::string> op_name_path(const json& op) {
-  const std::string name = op.value("op_name", std::string());
+// "a/b/c" -> {"a", "b", "c"} (empty components dropped).
+std::vector<std::string> split_path(const std::string& name) {
   std::vector<std::string> parts;
-  if (name.empty()) return {"(no op_name)", op["name"].get<std::string>()};
   std::size_t start = 0;
   while (start <= name.size()) {
     const std::size_t slash = name.find('/', start);
@@ -588,6 +595,26 @@ std::vector<std::string> op_name_path(const json& op) {
     start = slash + 1;
   }
   return parts;
+}
+
+// "jit(f)/layers_3/attention/dot_general" -> its components; an op without
+// one is grouped under "(no op_name)" by its HLO name.
+std::vector<std::string> op_name_path(const json& op) {
+  const std::string name = op.value("op_name", std::string());
+  if (name.empty()) return {"(no op_name)", op["name"].get<std::string>()};
+  return split_path(name);
+}
+
+// A provenance row's op and the ops of the computations nested in it
+// ("while.1/fusion.3" -> {"while.1", "fusion.3"}), without the prefix an
+// approximated op's provenance carries ("approx:gather ").
+std::vector<std::string> nested_path(const json& row) {
+  std::string name = row["name"].get<std::string>();
+  if (provenance_is_approximation(name)) {
+    const std::size_t space = name.find(' ');
+    name = space == std::string::npos ? name : name.substr(space + 1);
+  }
+  return split_path(name);
 }
 
 void emit_groups(const std::map<std::string, Group>& level, int depth, const ProfileOptions& o, double step_s,
@@ -626,9 +653,11 @@ void emit_groups(const std::map<std::string, Group>& level, int depth, const Pro
 
 }  // namespace
 
-json profile_groups(const json& report, const ProfileOptions& options) {
+json profile_groups(const json& report, const ProfileOptions& options, const json* provenance_rows) {
   std::map<std::string, Group> top;
-  for (const auto& op : report["ops"]) {
+  const bool nested = options.group_by == GroupBy::kNested;
+  const json& rows = nested && provenance_rows != nullptr ? *provenance_rows : report["ops"];
+  for (const auto& op : rows) {
     if (options.group_by == GroupBy::kCategory) {
       const std::string c = op.value("category", std::string("other"));
       Group& g = top[c];
@@ -636,8 +665,8 @@ json profile_groups(const json& report, const ProfileOptions& options) {
       g.add(op);
       continue;
     }
-    if (options.group_by != GroupBy::kOpName) continue;
-    const std::vector<std::string> parts = op_name_path(op);
+    if (options.group_by != GroupBy::kOpName && !nested) continue;
+    const std::vector<std::string> parts = nested ? nested_path(op) : op_name_path(op);
     std::map<std::string, Group>* level = &top;
     std::string path;
     const int depth = options.depth > 0 ? options.depth : static_cast<int>(parts.size());

@@ -14,13 +14,13 @@
 namespace tpusim {
 
 // The op profile's grouping (`run --group-by`, `--top`, `--depth`).
-enum class GroupBy { kNone, kCategory, kOpName };
+enum class GroupBy { kNone, kCategory, kOpName, kNested };
 struct ProfileOptions {
   GroupBy group_by = GroupBy::kNone;
   int top = 0;    // rows shown per level; 0 = all
-  int depth = 3;  // op_name grouping: path levels shown (module > layer > op)
+  int depth = 3;  // op_name / nested grouping: path levels shown (module > layer > op; while > body op)
 };
-// "category" | "op_name" | "none"; false when the text is none of them.
+// "category" | "op_name" | "nested" | "none"; false when the text is none of them.
 bool parse_group_by(std::string_view text, GroupBy& out);
 
 struct ReportInput {
@@ -78,8 +78,12 @@ std::string report_csv(const nlohmann::json& report);
 // "path" (the whole prefix; the category itself), "level" (1 = top),
 // "ops", "time_s", "percent", "flops", "flop_utilization", "hbm_bytes",
 // "hbm_bandwidth_utilization", "bound_time_s", "time_over_bound",
-// "limiter" (the limiter of most of the group's time).
-nlohmann::json profile_groups(const nlohmann::json& report, const ProfileOptions& options);
+// "limiter" (the limiter of most of the group's time). Nested grouping
+// groups `provenance_rows` (the simulation's rows, one per op of every
+// computation, "while.1/fusion.3") by their path instead of the report's ops;
+// their bound is the chip's peaks.
+nlohmann::json profile_groups(const nlohmann::json& report, const ProfileOptions& options,
+                              const nlohmann::json* provenance_rows = nullptr);
 // The groups as CSV (`run --group-by ... --format csv`): group,path,level,
 // ops,time_s,percent,flops,flop_utilization,hbm_bytes,
 // hbm_bandwidth_utilization,bound_time_s,time_over_bound,limiter.

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -165,26 +164,12 @@ TEST(CliRun, QuietPrintsTheTotalLineAndNoNotes) {
   std::ofstream(hlo) << "HloModule g\nENTRY e {\n  t = f32[1024,128] parameter(0)\n  i = s32[64,1] parameter(1)\n"
                         "  ROOT g = f32[64,128] gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
                         "start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}\n}\n";
-  // The real binary (one simulation per process), its output in files.
-  struct Run {
-    int status = -1;
-    std::string out, err;
-  };
-  const auto run = [&](const std::string& flags) {
-    const std::string base = ::testing::TempDir() + "tpusim_quiet";
-    const int s = std::system((std::string(TPUSIM_BINARY) + " run " + hlo + flags + " >" + base + ".out 2>" + base +
-                               ".err").c_str());
-    const auto read = [](const std::string& path) {
-      std::ifstream in(path);
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    };
-    return Run{WIFEXITED(s) ? WEXITSTATUS(s) : -1, read(base + ".out"), read(base + ".err")};
-  };
-  const Run full = run("");
-  ASSERT_EQ(full.status, kOk) << full.err;
+  // The real binary: one simulation per process.
+  const auto full = testing::binary("run " + hlo);
+  ASSERT_EQ(full.code, kOk) << full.err;
   EXPECT_THAT(full.err, HasSubstr("note: approx:gather"));
-  const Run quiet = run(" -q");
-  ASSERT_EQ(quiet.status, kOk) << quiet.err;
+  const auto quiet = testing::binary("run " + hlo + " -q");
+  ASSERT_EQ(quiet.code, kOk) << quiet.err;
   EXPECT_EQ(quiet.err, "");
   ASSERT_NE(full.out.find("\ntotal "), std::string::npos) << full.out;
   const std::string total = full.out.substr(full.out.find("\ntotal ") + 1);
@@ -192,8 +177,8 @@ TEST(CliRun, QuietPrintsTheTotalLineAndNoNotes) {
   // Warnings stay: a module of several devices run as one chip says so.
   std::ofstream(hlo) << "HloModule two, num_partitions=2\nENTRY e {\n  p = f32[8,128] parameter(0)\n"
                         "  ROOT a = f32[8,128] add(p, p)\n}\n";
-  const Run spmd = run(" -q");
-  ASSERT_EQ(spmd.status, kOk) << spmd.err;
+  const auto spmd = testing::binary("run " + hlo + " -q");
+  ASSERT_EQ(spmd.code, kOk) << spmd.err;
   EXPECT_THAT(spmd.err, HasSubstr("warning: the module runs on 2 devices"));
 }
 

@@ -96,6 +96,71 @@ TEST(CliProfile, OpNameLevelsSumToTheirParentAndTopKeepsTheSum) {
                                              "jit(f),jit(f),1,4,"));
 }
 
+// A loop of 4 iterations whose body multiplies by w (a 512^3 dot) and
+// takes the exponential.
+constexpr const char* kLoop = R"(HloModule loop
+body {
+  p = (s32[], bf16[512,512], bf16[512,512]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = bf16[512,512] get-tuple-element(p), index=1
+  w = bf16[512,512] get-tuple-element(p), index=2
+  d = bf16[512,512] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = bf16[512,512] exponential(d)
+  one = s32[] constant(1)
+  n = s32[] add(i, one)
+  ROOT t = (s32[], bf16[512,512], bf16[512,512]) tuple(n, e, w)
+}
+cond {
+  p = (s32[], bf16[512,512], bf16[512,512]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  k = s32[] constant(4)
+  ROOT c = pred[] compare(i, k), direction=LT
+}
+ENTRY main {
+  x = bf16[512,512] parameter(0)
+  w = bf16[512,512] parameter(1)
+  z = s32[] constant(0)
+  t = (s32[], bf16[512,512], bf16[512,512]) tuple(z, x, w)
+  l = (s32[], bf16[512,512], bf16[512,512]) while(t), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4"}}
+  ROOT r = bf16[512,512] get-tuple-element(l), index=1
+}
+)";
+
+TEST(CliProfile, NestedShowsTheLoopBodysOpsUnderTheLoop) {
+  const auto r = binary("run " + write_temp("profile_loop.hlo", kLoop) + " --chip v5e --group-by nested --format json -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& g = j["groups"];
+  const double step = j["step_time_s"].get<double>();
+  double top = 0;
+  for (const auto& row : g) top += row["level"] == 1 ? row["time_s"].get<double>() : 0.0;
+  EXPECT_NEAR(top, step, 1e-9 * step);
+  // The loop's row, then its body's ops one level down: they do its work (4
+  // dots of 2 x 512^3 FLOPs, and the element-wise ops) and add up to its time
+  // (the loop's own repeat and end instructions are all it adds).
+  std::size_t at = 0;
+  while (at < g.size() && g[at]["group"] != "l") ++at;
+  ASSERT_LT(at, g.size()) << g.dump(1);
+  EXPECT_EQ(g[at]["level"], 1);
+  EXPECT_GE(g[at]["flops"].get<double>(), 4 * 2.0 * 512 * 512 * 512);
+  double body_s = 0, body_flops = 0;
+  std::size_t children = 0;
+  for (std::size_t i = at + 1; i < g.size() && g[i]["level"] == 2; ++i, ++children) {
+    EXPECT_THAT(g[i]["path"].get<std::string>(), ::testing::StartsWith("l/"));
+    body_s += g[i]["time_s"].get<double>();
+    body_flops += g[i]["flops"].get<double>();
+  }
+  EXPECT_GE(children, 1u);
+  EXPECT_DOUBLE_EQ(body_flops, g[at]["flops"].get<double>());
+  EXPECT_LE(body_s, g[at]["time_s"].get<double>() * (1 + 1e-12));
+  EXPECT_GE(body_s, 0.95 * g[at]["time_s"].get<double>());
+  // The text names the grouping.
+  const auto text = binary("run " + write_temp("profile_loop_text.hlo", kLoop) + " --chip v5e --group-by nested");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, ::testing::HasSubstr("op (nested computations' ops)"));
+  EXPECT_THAT(text.out, ::testing::HasSubstr("\n  "));
+}
+
 TEST(CliProfile, TextShowsTheSummariesAndCutsAtTop) {
   const auto r = binary("run " + write_temp("profile_text.hlo", kLayers) + " --chip v5e --top 2");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -107,7 +172,7 @@ TEST(CliProfile, TextShowsTheSummariesAndCutsAtTop) {
 TEST(CliProfile, BadFlagsAreUsageErrors) {
   const std::string f = write_temp("profile_bad.hlo", kLayers);
   for (const auto& [flag, message] :
-       std::vector<std::pair<std::string, std::string>>{{"--group-by layer", "--group-by: error: expected category, op_name or none, got 'layer'"},
+       std::vector<std::pair<std::string, std::string>>{{"--group-by layer", "--group-by: error: expected category, op_name, nested or none, got 'layer'"},
                                                         {"--depth 0", "--depth: error: expected op_name levels >= 1, got 0"},
                                                         {"--top -1", "--top: error: expected a count >= 0 (0 = all), got -1"}}) {
     const auto r = binary("run " + f + " --chip v5e " + flag);
