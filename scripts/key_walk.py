@@ -325,7 +325,6 @@ ENTRY e {
 """
 
 
-
 def attention_hlo(backward):
     """Transformer Engine's fused attention (one sequence, 2 heads of 128, 4096 tokens, no mask), which
     tpusim compiles as a flash-attention kernel: with step sync (the v5e preset) each of its grid steps

@@ -134,7 +134,8 @@ void add_run_command(CLI::App& app, CliState& s) {
   run_cmd->add_option("--top", s.run_opt.top, "Show the N longest rows per level, the rest summed (0 = all)")
       ->type_name("N")
       ->capture_default_str();
-  run_cmd->add_option("--depth", s.run_opt.depth, "Levels shown with --group-by op_name (module > layer > op) or nested (op > body op)")
+  run_cmd->add_option("--depth", s.run_opt.depth,
+                      "Levels shown with --group-by op_name (module > layer > op) or nested (op > body op)")
       ->type_name("D")
       ->capture_default_str();
   add_loops_option(*run_cmd, s.opt);

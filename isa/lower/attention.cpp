@@ -222,14 +222,31 @@ class Attention {
     kWaitBeforeLoad,  // the write-back's rows are the ones the slot loads next: the load waits for it
   };
 
+  // Steps first..last (step(i)): whole iterations of a `repeat` whose body
+  // is the fewest steps that are whole slot pairs (the slots alternate) and
+  // a multiple of `period` (the fences' pattern), the rest unrolled after it.
+  void loop_steps(std::int64_t first, std::int64_t last, std::int64_t period,
+                  const std::function<void(std::int64_t)>& step) {
+    const std::int64_t body = period % 2 == 0 ? period : 2 * period;
+    const std::int64_t iterations = std::max<std::int64_t>(0, last - first + 1) / body;
+    std::int64_t i = first;
+    if (iterations > 0) {
+      c_.emit(isa::Repeat{iterations});
+      for (std::int64_t t = 0; t < body; ++t) step(first + t);
+      c_.emit(isa::End{});
+      i += iterations * body;
+    }
+    for (; i <= last; ++i) step(i);
+  }
+
   // n blocks in two stages, software-pipelined: A(slot) (the block's first
   // product) is issued before B of the block before it, so the MXU computes
   // block j+1's scores while the VPU/EUP/XLU work on block j. Block j+1's
   // loads are issued before B(j) and waited for after it, so they run under
   // B(j) (they start once B(j-1), the slot's last reader, is done), and the
   // sequencer's wait for them does not hold B(j) back. Slots alternate; the
-  // steps k = 1..n-1 (each B(k-1) and A(k)) run inside `repeat`, `period`
-  // steps to an iteration, the first A and the last B outside.
+  // steps k = 1..n-1 (each B(k-1) and A(k)) run inside `repeat`
+  // (loop_steps), the first A and the last B outside.
   // A step starts a grid step of the kernel (an mxu.fence, Ctx::mxu_step)
   // when fence_at(k) (k = n: the last B); fence_at has period `period`.
   // Each write-back slot starts with one signal given up front; the last
@@ -260,15 +277,7 @@ class Attention {
     }
     if (fence_at(0)) c_.mxu_step();
     ready(0, fetch(0));
-    std::int64_t k = 1;
-    const std::int64_t body = period % 2 == 0 ? period : 2 * period;  // whole slot pairs
-    if ((n - 1) / body > 0) {
-      c_.emit(isa::Repeat{(n - 1) / body});
-      for (std::int64_t t = 1; t <= body; ++t) step(t);
-      c_.emit(isa::End{});
-      k += (n - 1) / body * body;
-    }
-    for (; k < n; ++k) step(k);
+    loop_steps(1, n - 1, period, step);
     if (fence_at(n)) c_.mxu_step();
     stage_b(static_cast<int>((n - 1) % 2));
     if (stores) {
@@ -282,9 +291,8 @@ class Attention {
   // ahead, its V (needed by B: the softmax and P V) one block ahead. In
   // program order, step j is: A(j+1), the loads of K(j+2) and V(j+1), then
   // B(j). Step 0 runs first (its B starts the running max, sum and O
-  // rather than updating them), the steady steps (`period` to an iteration,
-  // in whole slot pairs: the slots alternate) inside `repeat`, the last two
-  // after it. A step starts a grid step of the kernel (an mxu.fence) when
+  // rather than updating them), the steady steps inside `repeat`
+  // (loop_steps), the last two after it. A step starts a grid step of the kernel (an mxu.fence) when
   // fence_at(j + 1), the index of the A it issues (n: the last B alone);
   // fence_at has period `period`.
   // With `next` (the next group's loads, run once this group no longer
@@ -320,17 +328,7 @@ class Attention {
     }
     if (!next) load_k(1);
     step(0, n >= 3);
-    // j = 1..n-3 load K(j+2): whole iterations of `body` steps, the rest after.
-    const std::int64_t steady = std::max<std::int64_t>(0, n - 3);
-    const std::int64_t body = period % 2 == 0 ? period : 2 * period;
-    std::int64_t j = 1;
-    if (steady / body > 0) {
-      c_.emit(isa::Repeat{steady / body});
-      for (std::int64_t t = 1; t <= body; ++t) step(t, true);
-      c_.emit(isa::End{});
-      j += steady / body * body;
-    }
-    for (; j <= n - 3; ++j) step(j, true);
+    loop_steps(1, n - 3, period, [&](std::int64_t j) { step(j, true); });  // they load K(j+2)
     if (n >= 3) step(n - 2, false);
     const int slot = static_cast<int>((n - 1) % 2);
     if (next && slot == 1) next();  // slot 0 is free: B(n-1) reads slot 1

@@ -306,6 +306,22 @@ class MaxTextStep(unittest.TestCase):
         bad = dict(v6e, xla_flags="--xla_tpu_scoped_vmem_limit_kib=64MiB")
         self.assertIn("expected a positive whole number of KiB", self.m.supported(bad))
 
+    def test_attention_grid_steps_of_the_rows_config(self):
+        # MaxText's sa_block_q, sa_block_kv, sa_block_q_dkv, sa_block_kv_dkv become core.attention.*; a row
+        # without them runs base.yml's 512 (the v5e/v5p rows); a malformed value is the row's reason.
+        r = next(r for r in self.rows if r["chip"] == "v7" and r["model"] == "llama3.1-70b" and
+                 r["seq_len"] == "131072" and r["precision"] == "bf16")
+        self.assertIn("sa_block_kv_dkv=4096", r["config"])
+        self.assertEqual(self.m.attention_blocks(r),
+                         {"block_q": 2048, "block_kv": 2048, "block_q_bwd": 1024, "block_kv_bwd": 4096})
+        args = self.m.run_args(r)
+        self.assertEqual(args[args.index("core.attention.block_kv_bwd=4096") - 1], "--set")
+        v5e = next(r for r in self.rows if r["chip"] == "v5e")
+        self.assertNotIn("sa_block", v5e["config"])
+        self.assertEqual(set(self.m.attention_blocks(v5e).values()), {512})
+        bad = dict(r, config=r["config"].replace("sa_block_q=2048", "sa_block_q=2k"))
+        self.assertIn("sa_block_q=2k: expected a positive whole number of rows", self.m.supported(bad))
+
     def test_formula_by_hand(self):
         d = self.m.parse_spec("emb=5120,heads=32,head_dim=256,mlp=32768 (relu),layers=32,vocab=32768")
         E, H, K, F, L, V, B, S = 5120, 32, 256, 32768, 32, 32768, 2, 2048

@@ -127,7 +127,8 @@ ENTRY main {
 )";
 
 TEST(CliProfile, NestedShowsTheLoopBodysOpsUnderTheLoop) {
-  const auto r = binary("run " + write_temp("profile_loop.hlo", kLoop) + " --chip v5e --group-by nested --format json -q");
+  const auto r =
+      binary("run " + write_temp("profile_loop.hlo", kLoop) + " --chip v5e --group-by nested --format json -q");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& g = j["groups"];

@@ -35,7 +35,9 @@ struct KernelRun {
 std::int64_t block_rows(const std::vector<LowerNote>& notes) {
   std::int64_t block = 0;
   for (const auto& n : notes) {
-    if (const auto at = n.message.find("blocks of "); at != std::string::npos) block = std::stoll(n.message.substr(at + 10));
+    if (const auto at = n.message.find("blocks of "); at != std::string::npos) {
+      block = std::stoll(n.message.substr(at + 10));
+    }
   }
   return block;
 }
