@@ -26,7 +26,7 @@ struct RunOptions {
   // neither: system.wraparound, else the chip's system.wrap_rule.
   std::optional<bool> wrap;
   // The op profile (docs/profile.md): --group-by category|op_name|none,
-  // --top N rows per level (0 = all), --depth D op_name levels.
+  // --top N rows per level (0 = all), --depth D grouping levels (op_name or nested).
   std::string group_by = "none";
   int top = 0;
   int depth = 3;

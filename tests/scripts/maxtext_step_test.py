@@ -150,7 +150,6 @@ class MaxTextStep(unittest.TestCase):
         # Every value the generator writes is read (XLA's dead-code elimination would drop one that is not,
         # and tpusim would cost it): default decoder with full and minimal remat and tensor parallelism,
         # a LLaMA-style decoder offloading to host memory, a gpt3-style one (gelu, no RoPE).
-        import re
         import maxtext_hlo
 
         small = dict(emb=512, heads=4, kv_heads=4, head_dim=128, mlp=2048, mlp_matrices=2, layers=2, vocab=1024)

@@ -174,7 +174,7 @@ TEST(CliProfile, BadFlagsAreUsageErrors) {
   const std::string f = write_temp("profile_bad.hlo", kLayers);
   for (const auto& [flag, message] :
        std::vector<std::pair<std::string, std::string>>{{"--group-by layer", "--group-by: error: expected category, op_name, nested or none, got 'layer'"},
-                                                        {"--depth 0", "--depth: error: expected op_name levels >= 1, got 0"},
+                                                        {"--depth 0", "--depth: error: expected a number of grouping levels >= 1, got 0"},
                                                         {"--top -1", "--top: error: expected a count >= 0 (0 = all), got -1"}}) {
     const auto r = binary("run " + f + " --chip v5e " + flag);
     EXPECT_EQ(r.code, 2) << flag;
