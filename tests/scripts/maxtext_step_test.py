@@ -94,6 +94,23 @@ class MaxTextStep(unittest.TestCase):
         other = dict(gpt3, model_spec="MaxText model_name=deepseek3-671b")
         self.assertIn("not in MODEL_CONFIGS", self.m.supported(other))
 
+    def test_logged_tokens_are_the_rows_batch(self):
+        # A logged MaxText step reports total_weights, the step's global tokens: per-device batch x sequence
+        # length x JAX devices (two per TPU7x chip). A row whose batch disagrees was recorded from a config other
+        # than the logged run's (the llama2-70b row once carried its tag's batch 3 for a log of batch 2).
+        import re
+        checked = 0
+        for i, r in enumerate(self.rows):
+            m = re.search(r"total_weights (\d+)", r["also_reported"])
+            if not m:
+                continue
+            devices = int(r["chips"]) * self.m.devices_per_chip(r)
+            self.assertEqual(float(r["per_device_batch"]) * int(r["seq_len"]) * devices, int(m.group(1)),
+                             f"row {i} {r['model']} {r['slice']}")
+            self.assertIn(f"per_device_batch_size={r['per_device_batch']};", r["config"], f"row {i}")
+            checked += 1
+        self.assertGreaterEqual(checked, 19)
+
     def test_gemma3_rows(self):
         # gemma3-12b (configs/models/gemma3-12b.yml): blocks of five sliding-window layers and one global,
         # gated gelu, post-norms, tied logits; the recipes set use_iota_embed and a 120 MiB scoped VMEM limit.
