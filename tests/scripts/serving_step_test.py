@@ -92,6 +92,26 @@ class ServingStep(unittest.TestCase):
         self.assertEqual(dead(text), [])
         self.assertEqual(text.count("te_fused_attn_forward_ffi"), L)
 
+    def test_attention_kv_block_of_the_rows_server(self):
+        # vLLM's TPU page size: max-model-len's next power of two over 16 pages, within 16..256, 16 above 8192
+        self.assertEqual([self.s.vllm_page_size(n) for n in (100, 512, 2048, 3000, 4096, 8192, 8193)],
+                         [16, 32, 128, 256, 256, 256, 16])
+        # The vLLM rows (Llama-3.3-70B, tensor parallel 8 on v6e, --max-model-len 2048): 8 query heads and 1 key/
+        # value head of 128 per chip, 16 pages of 128 tokens: the tuned table's entry, 16 pages per KV block.
+        for i in (i for i, r in enumerate(self.rows) if self.s.supported(r) is None):
+            key, page, pages = self.s.rpa_pages(self.rows[i])
+            self.assertEqual(key, ("TPU v6e", 128, "q_bfloat16_kv_bfloat16", "q_head-8_kv_head-1_head-128", 2048))
+            self.assertIn(key, self.s.RPA_TUNED)
+            self.assertEqual((page, pages, self.s.rpa_kv_block_tokens(self.rows[i])), (128, 16, 2048))
+            args = self.s.run_args(self.rows[i])
+            self.assertEqual(args[args.index("--set") + 1], "core.attention.block_kv=2048")
+        # Off the table: the generation's default block (v7 4096 tokens, else 2048), at most the sequence's pages
+        row = next(r for r in self.rows if self.s.supported(r) is None)
+        self.assertEqual(self.s.rpa_kv_block_tokens(dict(row, chip="v7")), 2048)  # 16 pages of 128: the sequence
+        self.assertEqual(self.s.rpa_kv_block_tokens(dict(row, chip="v7", cache_len="8192")), 4096)  # 256-token pages
+        self.assertEqual(self.s.rpa_kv_block_tokens(dict(row, cache_len="8192")), 2048)
+        self.assertEqual(self.s.rpa_kv_block_tokens(dict(row, cache_len="512")), 512)  # 16 pages of 32
+
     def test_refuses_what_it_does_not_model(self):
         with self.assertRaises(ValueError):
             self.s.Server(dict(SMALL), 3, self.s.StepShape(4, 16, 16, 64))  # 8 heads over 3 devices

@@ -291,8 +291,63 @@ def row_module(row):
     return srv.build(), srv
 
 
+# vLLM TPU's attention kernel, ragged paged attention v3 (vllm-project/tpu-inference, tag v0.12.0: the rows'
+# image, vllm/vllm-tpu:v0.12.0): a grid step per sequence and block of its queries, inside which a loop over
+# blocks of num_kv_pages_per_block pages of the sequence's keys and values, each block's products and softmax
+# in turn. The block comes from the kernel's tuned table (kernels/ragged_paged_attention/v3/tuned_block_sizes.py,
+# get_tuned_block_sizes), keyed by device, page size, dtypes, heads per device (query heads rounded up to a power of
+# two; key/value heads doubled, aligned to the dtype's packing, halved), head dim and max-model-len (powers of two),
+# else by the TPU generation: KV blocks of 512 tokens on v4, 4096 on v7, 2048 on the others; at most the
+# sequence's pages. The page size is vLLM's (vllm/v1/attention/backends/pallas.py, get_page_size): the
+# max-model-len's next power of two over 16 pages, within 16..256 tokens, and 16 above 8192 tokens.
+# (device, page, "q_<dtype>_kv_<dtype>", "q_head-Q_kv_head-K_head-H", max_model_len): (kv pages per block, queries
+# per block), the entries of the table for the served rows, copied: Llama-3.3-70B over 8 v6e chips has 8 query heads
+# and 1 key/value head of 128 per chip.
+RPA_TUNED = {("TPU v6e", 128, "q_bfloat16_kv_bfloat16", "q_head-8_kv_head-1_head-128", 2048): (16, 32)}
+RPA_DEFAULT_KV_TOKENS = {"v4": 512, "v7": 4096}
+RPA_OTHER_KV_TOKENS = 2048
+
+
+def next_power_of_2(n):
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def vllm_page_size(max_model_len):
+    """vLLM's TPU page size (tokens) for a --max-model-len."""
+    if max_model_len > 8192:
+        return 16
+    return min(256, max(16, next_power_of_2(max_model_len) // 16))
+
+
+def rpa_pages(row):
+    """(tuned-table key, page size in tokens, pages per sequence) of RPA v3 on the row's server (bf16 caches)."""
+    max_model_len = int(row["cache_len"])
+    srv = row_server(row)
+    page = vllm_page_size(max_model_len)
+    pages_per_seq = math.ceil(max_model_len / page)
+    packing = 2  # bf16 values per 32-bit word (get_dtype_packing)
+    q_per_kv = math.ceil(srv.HL // srv.KVL / packing) * packing
+    kv_x2 = math.ceil(2 * srv.KVL / packing) * packing
+    heads = f"q_head-{next_power_of_2(q_per_kv * srv.KVL)}_kv_head-{next_power_of_2(kv_x2) // 2}" \
+            f"_head-{math.ceil(srv.HD / 128) * 128}"
+    key = (f"TPU {row['chip']}", next_power_of_2(page), "q_bfloat16_kv_bfloat16", heads,
+           next_power_of_2(page * pages_per_seq))
+    return key, page, pages_per_seq
+
+
+def rpa_kv_block_tokens(row):
+    """Tokens of the keys and values one step of RPA v3's loop covers on the row's server."""
+    key, page, pages_per_seq = rpa_pages(row)
+    default = RPA_DEFAULT_KV_TOKENS.get(row["chip"], RPA_OTHER_KV_TOKENS) // page
+    pages = RPA_TUNED.get(key, (default, None))[0]
+    return min(pages_per_seq, pages) * page
+
+
 def run_args(row):
-    return ["--chip", row["chip"], "--system", row["topology"], "--mode", "symmetric"]
+    """The row's `tpusim run` arguments: its slice, and the attention kernel's KV block as its grid step (the MXUs
+    drain once a KV block, core.attention.block_kv)."""
+    return ["--chip", row["chip"], "--system", row["topology"], "--mode", "symmetric",
+            "--set", f"core.attention.block_kv={rpa_kv_block_tokens(row)}"]
 
 
 def main():
