@@ -477,7 +477,7 @@ TRAIN_NOTES = [
     "  7-29% fast at every size, while its v6e GEMMs alone are within 6.4% (bias +2.6%, GEMM section).",
     "  The v6e clock is not published: the preset runs JAX's two MXUs per core (tpu_info) at 3.5 GHz to",
     "  meet the 918 TFLOP/s peak. At 4 MXUs and 1.75 GHz (the same peak, every latency counted in cycles",
-    "  twice as long in time; a what-if) the steps move the wrong way for a single fix: gemma3-12b -19.3%",
+    "  twice as long in time; a what-if) no single clock fits the rows: gemma3-12b -19.3%",
     "  -> -4.4%, llama3.1-70b on v6e-256 -9.5% -> +4.4%, gpt3-175b -29.3% -> -22.5%, but llama3.1-8b on",
     "  v6e-256 -1.0% -> +19.3% and mistral-7b +4.0% -> +25.6%.",
     "  The batch says which part is missing. MaxText's pull request 1538 (AI-Hypercomputer/maxtext,",
