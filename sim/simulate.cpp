@@ -76,6 +76,7 @@ std::vector<ProvenanceRow> merge_provenance(const std::vector<const TensorCore*>
       m.busy_s += s.busy_s;
       for (std::size_t r = 0; r < kResources; ++r) m.busy_by[r] += s.busy_by[r];
       m.flops += s.flops;
+      m.bf16_flops += s.bf16_flops;
       m.transcendentals += s.transcendentals;
       m.hbm_bytes += s.hbm_bytes;
       m.instructions += s.instructions;

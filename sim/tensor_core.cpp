@@ -676,6 +676,7 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   if (u.flops != nullptr) *u.flops += c.flops;
   if (u.bytes != nullptr) *u.bytes += static_cast<double>(c.hbm_tile ? c.hbm_tile->useful_bytes() : c.vmem_bytes / 2);
   ps.flops += c.flops;
+  ps.bf16_flops += c.flops;
   ps.transcendentals += c.transcendentals;
   return Exec{0, occupy, occupy, done, resource};
 }
@@ -727,6 +728,7 @@ TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, 
                          static_cast<double>(tile.n_cols);
     *u.flops += flops;
     ps.flops += flops;
+    ps.bf16_flops += flops * mxu.rate.bf16 / tile.mac_rate;
     return relative(step);
   }
   if (const auto* pop = std::get_if<isa::MxuPop>(&inst.op)) {

@@ -62,7 +62,7 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
                                           cfg->chip.core.mxu.rows * cfg->chip.core.mxu.cols) *
                       2 * cfg->chip.clock * cfg->chip.core.mxu.rate.bf16;
   for (const auto& p : r->sim.provenance) {
-    const double c = peak > 0 ? p.stats.flops / peak : 0;
+    const double c = peak > 0 ? p.stats.bf16_flops / peak : 0;  // each dtype at its own MXU rate
     const double m = cfg->chip.hbm.bandwidth > 0 ? p.stats.hbm_bytes / cfg->chip.hbm.bandwidth : 0;
     if (c == 0 && m == 0) continue;
     (c >= m ? compute : memory) += p.stats.attributed_s;

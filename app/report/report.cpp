@@ -61,6 +61,7 @@ std::vector<OpRow> rolled_up(const SimResult& r) {
     row.stats.busy_s += p.stats.busy_s;
     for (std::size_t k = 0; k < kResources; ++k) row.stats.busy_by[k] += p.stats.busy_by[k];
     row.stats.flops += p.stats.flops;
+    row.stats.bf16_flops += p.stats.bf16_flops;
     row.stats.transcendentals += p.stats.transcendentals;
     row.stats.hbm_bytes += p.stats.hbm_bytes;
     row.stats.instructions += p.stats.instructions;
@@ -106,7 +107,7 @@ json provenance_ops_json(const ReportInput& in, int cores) {
   const double peak = r.stats.value("chip0.mxu.peak_flops_per_s");
   json ops = json::array();
   for (const auto& p : r.provenance) {
-    const double compute_s = peak > 0 ? p.stats.flops / peak : 0;
+    const double compute_s = peak > 0 ? p.stats.bf16_flops / peak : 0;  // each dtype at its own MXU rate
     const double memory_s = c.hbm.bandwidth > 0 ? p.stats.hbm_bytes / c.hbm.bandwidth : 0;
     const Limiter lim = limiter_of(p.stats, c, cores);
     ops.push_back({{"name", p.name},

@@ -83,6 +83,7 @@ std::vector<double> LoopTracker::skip_rest(const LoopFrame& l, double iteration_
     ps.busy_s += times * (b.prov[k].busy_s - a.prov[k].busy_s);
     for (std::size_t r = 0; r < kResources; ++r) ps.busy_by[r] += times * (b.prov[k].busy_by[r] - a.prov[k].busy_by[r]);
     ps.flops += times * (b.prov[k].flops - a.prov[k].flops);
+    ps.bf16_flops += times * (b.prov[k].bf16_flops - a.prov[k].bf16_flops);
     ps.transcendentals += times * (b.prov[k].transcendentals - a.prov[k].transcendentals);
     ps.hbm_bytes += times * (b.prov[k].hbm_bytes - a.prov[k].hbm_bytes);
     ps.instructions += static_cast<std::uint64_t>(skipped) * (b.prov[k].instructions - a.prov[k].instructions);

@@ -29,6 +29,9 @@ struct ProvenanceStats {
   double busy_s = 0;        // unit busy time of its instructions, summed over units
   std::array<double, kResources> busy_by{};  // busy_s by the resource it went to
   double flops = 0;
+  // flops at the bf16 MXU rate: an MXU FLOP of a dtype the MXUs run r times as fast as bf16 (core.mxu.rate)
+  // counts 1/r (fp8 at 2: one half), every other FLOP 1. Over the chip's bf16 peak it is the compute bound.
+  double bf16_flops = 0;
   double transcendentals = 0;
   double hbm_bytes = 0;
   std::uint64_t instructions = 0;

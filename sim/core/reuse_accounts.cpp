@@ -91,6 +91,7 @@ std::vector<SectionReuse> ReuseAccounts::apply(std::vector<ProvenanceStats>& pro
     ps.busy_s += times * ps.busy_s;
     for (double& v : ps.busy_by) v += times * v;
     ps.flops += times * ps.flops;
+    ps.bf16_flops += times * ps.bf16_flops;
     ps.transcendentals += times * ps.transcendentals;
     ps.hbm_bytes += times * ps.hbm_bytes;
     ps.instructions += static_cast<std::uint64_t>(times) * ps.instructions;

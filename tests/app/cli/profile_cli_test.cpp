@@ -2,6 +2,8 @@
 // what they group (a level sums to its parent, the top level to the ops'
 // time, which sums to the step), --top keeps each level's sum with a
 // "(N more)" row, and bad flags are usage errors.
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -160,6 +162,31 @@ TEST(CliProfile, NestedShowsTheLoopBodysOpsUnderTheLoop) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, ::testing::HasSubstr("op (nested computations' ops)"));
   EXPECT_THAT(text.out, ::testing::HasSubstr("\n  "));
+}
+
+TEST(CliProfile, NestedBoundCountsEachDtypeAtItsMxuRate) {
+  // An fp8 dot on TPU7x, whose MXUs run fp8 at twice the bf16 rate (the preset's core.mxu.rate.fp8 = 2):
+  // its compute bound is its FLOPs over twice the bf16 peak, in the nested grouping as in the op table
+  // (it was counted at the bf16 peak there, which put the dot at 0.6x its bound).
+  const std::string hlo = R"(HloModule fp8
+ENTRY main {
+  a = f8e4m3fn[4096,8192]{1,0} parameter(0)
+  b = f8e4m3fn[8192,4096]{1,0} parameter(1)
+  ROOT d = bf16[4096,4096]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  const auto r = binary("run " + write_temp("profile_fp8.hlo", hlo) + " --chip v7 --group-by nested --format json -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["groups"].size(), 1u) << j["groups"].dump(1);
+  const auto& g = j["groups"][0];
+  const double flops = 2.0 * 4096 * 8192 * 4096;
+  EXPECT_DOUBLE_EQ(g["flops"].get<double>(), flops);
+  const double compute_s = flops / (2 * j["mxu"]["peak_flops_per_s"].get<double>());
+  const double memory_s = g["hbm_bytes"].get<double>() / j["hbm"]["peak_bytes_per_s"].get<double>();
+  EXPECT_NEAR(g["bound_time_s"].get<double>(), std::max(compute_s, memory_s), 1e-9 * compute_s);
+  EXPECT_GE(g["time_over_bound"].get<double>(), 1.0);
+  EXPECT_NEAR(g["bound_time_s"].get<double>(), j["ops"][0]["bound_time_s"].get<double>(), 1e-9 * compute_s);
 }
 
 TEST(CliProfile, TextShowsTheSummariesAndCutsAtTop) {
