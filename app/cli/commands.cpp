@@ -212,8 +212,9 @@ int cmd_run(const CommonOptions& opt, const std::string& input, const RunOptions
     return kUsageError;
   }
   if (run.top < 0 || run.depth < 1) {
-    err << (run.top < 0 ? fmt::format("--top: error: expected a count >= 0 (0 = all), got {}\n", run.top)
-                        : fmt::format("--depth: error: expected a number of grouping levels >= 1, got {}\n", run.depth));
+    err << (run.top < 0
+                ? fmt::format("--top: error: expected a count >= 0 (0 = all), got {}\n", run.top)
+                : fmt::format("--depth: error: expected a number of grouping levels >= 1, got {}\n", run.depth));
     return kUsageError;
   }
   profile.top = run.top;

@@ -81,7 +81,7 @@ std::string report_csv(const nlohmann::json& report);
 // "limiter" (the limiter of most of the group's time). Nested grouping
 // groups `provenance_rows` (the simulation's rows, one per op of every
 // computation, "while.1/fusion.3") by their path instead of the report's ops;
-// their bound is the chip's peaks.
+// their bound is the chip's peaks (each MXU FLOP at its dtype's core.mxu.rate).
 nlohmann::json profile_groups(const nlohmann::json& report, const ProfileOptions& options,
                               const nlohmann::json* provenance_rows = nullptr);
 // The groups as CSV (`run --group-by ... --format csv`): group,path,level,

@@ -77,6 +77,12 @@ class ServingStep(unittest.TestCase):
             rows = [{"model": "x", "serving": ""}, {"model": "y", "serving": "concurrency=two"}]
             self.assertEqual(self.s.row_errors(path, rows),
                              [f"{path}:4: serving: concurrency=two is not a positive integer"])
+            # a fixed-length row's --max-model-len (cache_len), which sets the attention kernel's pages
+            rows = [{"model": "x", "serving": full, "cache_len": "2k"},
+                    {"model": "y", "serving": full, "cache_len": "0"}]
+            self.assertEqual(self.s.row_errors(path, rows),
+                             [f"{path}:3: cache_len: '2k' is not a positive integer (the server's --max-model-len)",
+                              f"{path}:4: cache_len: '0' is not a positive integer (the server's --max-model-len)"])
 
     def test_module_structure(self):
         L = SMALL["layers"]

@@ -274,10 +274,20 @@ def row_errors(path, rows):
     out = []
     for i, r in enumerate(rows):
         try:
-            row_fields(r)
+            if row_fields(r):
+                max_model_len(r)
         except ValueError as err:
             out.append(f"{path}:{first + i}: {err}")
     return out
+
+
+def max_model_len(row):
+    """The server's --max-model-len (the `cache_len` column) of a fixed-length row, a positive whole number of
+    tokens. Raises ValueError naming what is wrong."""
+    text = (row.get("cache_len") or "").strip()
+    if not text.isdigit() or int(text) <= 0:
+        raise ValueError(f"cache_len: '{text}' is not a positive integer (the server's --max-model-len)")
+    return int(text)
 
 
 def row_server(row):
@@ -321,10 +331,10 @@ def vllm_page_size(max_model_len):
 
 def rpa_pages(row):
     """(tuned-table key, page size in tokens, pages per sequence) of RPA v3 on the row's server (bf16 caches)."""
-    max_model_len = int(row["cache_len"])
+    tokens = max_model_len(row)
     srv = row_server(row)
-    page = vllm_page_size(max_model_len)
-    pages_per_seq = math.ceil(max_model_len / page)
+    page = vllm_page_size(tokens)
+    pages_per_seq = math.ceil(tokens / page)
     packing = 2  # bf16 values per 32-bit word (get_dtype_packing)
     q_per_kv = math.ceil(srv.HL // srv.KVL / packing) * packing
     kv_x2 = math.ceil(2 * srv.KVL / packing) * packing

@@ -123,7 +123,8 @@ ENTRY main {
   w = bf16[512,512] parameter(1)
   z = s32[] constant(0)
   t = (s32[], bf16[512,512], bf16[512,512]) tuple(z, x, w)
-  l = (s32[], bf16[512,512], bf16[512,512]) while(t), condition=cond, body=body, backend_config={"known_trip_count":{"n":"4"}}
+  l = (s32[], bf16[512,512], bf16[512,512]) while(t), condition=cond, body=body,
+      backend_config={"known_trip_count":{"n":"4"}}
   ROOT r = bf16[512,512] get-tuple-element(l), index=1
 }
 )";
@@ -200,9 +201,10 @@ TEST(CliProfile, TextShowsTheSummariesAndCutsAtTop) {
 TEST(CliProfile, BadFlagsAreUsageErrors) {
   const std::string f = write_temp("profile_bad.hlo", kLayers);
   for (const auto& [flag, message] :
-       std::vector<std::pair<std::string, std::string>>{{"--group-by layer", "--group-by: error: expected category, op_name, nested or none, got 'layer'"},
-                                                        {"--depth 0", "--depth: error: expected a number of grouping levels >= 1, got 0"},
-                                                        {"--top -1", "--top: error: expected a count >= 0 (0 = all), got -1"}}) {
+       std::vector<std::pair<std::string, std::string>>{
+           {"--group-by layer", "--group-by: error: expected category, op_name, nested or none, got 'layer'"},
+           {"--depth 0", "--depth: error: expected a number of grouping levels >= 1, got 0"},
+           {"--top -1", "--top: error: expected a count >= 0 (0 = all), got -1"}}) {
     const auto r = binary("run " + f + " --chip v5e " + flag);
     EXPECT_EQ(r.code, 2) << flag;
     EXPECT_THAT(r.err, ::testing::HasSubstr(message)) << flag;
