@@ -80,17 +80,31 @@ enum class HbmAddressMap {
 #undef TPUSIM_X
 };
 
+// What a collective's part on a chip reads from and writes to the chip's HBM
+// (sim/collective_timer.h, collective_hbm_bytes).
+#define TPUSIM_COLLECTIVE_HBM_TRAFFIC(X) \
+  X(kNone, "none")                       \
+  X(kTransfers, "transfers")             \
+  X(kTransfersReduction, "transfers+reduction")
+enum class CollectiveHbmTraffic {
+#define TPUSIM_X(id, name) id,
+  TPUSIM_COLLECTIVE_HBM_TRAFFIC(TPUSIM_X)
+#undef TPUSIM_X
+};
+
 [[nodiscard]] std::string_view enum_name(Dataflow v);
 [[nodiscard]] std::string_view enum_name(LoopMode v);
 [[nodiscard]] std::string_view enum_name(CollectiveAlgorithm v);
 [[nodiscard]] std::string_view enum_name(WrapRule v);
 [[nodiscard]] std::string_view enum_name(HbmAddressMap v);
+[[nodiscard]] std::string_view enum_name(CollectiveHbmTraffic v);
 // False (out unchanged) when `text` is not a name of the enum.
 bool parse_enum(std::string_view text, Dataflow& out);
 bool parse_enum(std::string_view text, LoopMode& out);
 bool parse_enum(std::string_view text, CollectiveAlgorithm& out);
 bool parse_enum(std::string_view text, WrapRule& out);
 bool parse_enum(std::string_view text, HbmAddressMap& out);
+bool parse_enum(std::string_view text, CollectiveHbmTraffic& out);
 
 struct MxuConfig {
   std::int64_t count = 0;
@@ -196,6 +210,7 @@ struct IciConfig {
   double link_efficiency = 1.0;
   double packet_size = 0;     // bytes
   std::int64_t concurrent_collectives = 1;  // collectives in flight per chip
+  CollectiveHbmTraffic hbm_traffic = CollectiveHbmTraffic::kTransfersReduction;
 };
 
 // The chip's link to its host's memory (PCIe).

@@ -170,8 +170,8 @@ Result<std::uint64_t> CollectiveFabric::admit(
 CollectiveFabric::Poll CollectiveFabric::poll_job(std::uint64_t id, double base) const {
   const Job& j = jobs_.at(id);
   const double completion = base + j.seconds;
-  if (completion <= sc_core::sc_time_stamp().to_seconds() + kEps) return Poll{true, completion, nullptr, 0};
-  return Poll{false, 0, j.changed.get(), completion};
+  if (completion <= sc_core::sc_time_stamp().to_seconds() + kEps) return Poll{true, completion, nullptr, 0, base};
+  return Poll{false, 0, j.changed.get(), completion, base};
 }
 
 void CollectiveFabric::release(std::uint64_t id) {
@@ -218,10 +218,18 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
   }
   const double now = sc_core::sc_time_stamp().to_seconds();
   record(ordinal, *timing, kind, req.bytes);
+  CollectiveShare share{kind, req.bytes, group_size, true, true};
+  if (kind == interconnect::CollectiveKind::kCollectivePermute) {
+    share.sends = share.receives = false;
+    for (const auto& pair : *g.groups) {
+      share.sends = share.sends || pair[0] == device;
+      share.receives = share.receives || pair[1] == device;
+    }
+  }
   if (mode_ == SpmdMode::kSymmetric) {
     if (!concurrent_) {
       if (tracing_links_) add_link_busy(timing->link_busy, now, {interconnect::collective_name(kind)});
-      return Ticket{now + timing->seconds, {}, 0};
+      return Ticket{now + timing->seconds, {}, 0, share, now};
     }
     auto job = admit(req, now, {ordinal, {&program, pc}});
     if (!job.ok()) {
@@ -230,7 +238,7 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
       return ds;
     }
     jobs_.at(*job).refs += 1;
-    return Ticket{-1, {}, *job};
+    return Ticket{-1, {}, *job, share};
   }
 
   Instance& inst = pending_[{ordinal, gi}];
@@ -279,11 +287,11 @@ Result<CollectiveFabric::Ticket> CollectiveFabric::issue(std::int64_t device, co
     }
     inst.done->notify(sc_core::SC_ZERO_TIME);
   }
-  return Ticket{-1, {ordinal, gi}, 0};
+  return Ticket{-1, {ordinal, gi}, 0, share};
 }
 
 CollectiveFabric::Poll CollectiveFabric::poll(const Ticket& ticket) {
-  if (ticket.completion >= 0) return Poll{true, ticket.completion, nullptr, 0};
+  if (ticket.completion >= 0) return Poll{true, ticket.completion, nullptr, 0, ticket.start};
   if (ticket.job != 0) {  // symmetric mode, concurrent collectives
     const Poll p = poll_job(ticket.job, jobs_.at(ticket.job).start);
     if (p.ready) {
@@ -294,7 +302,8 @@ CollectiveFabric::Poll CollectiveFabric::poll(const Ticket& ticket) {
   }
   Instance& inst = pending_.at(ticket.instance);
   if (inst.completion < 0 && inst.job == 0) return Poll{false, 0, inst.done.get()};
-  const Poll p = inst.job != 0 ? poll_job(inst.job, inst.last_issue) : Poll{true, inst.completion, nullptr, 0};
+  const Poll p = inst.job != 0 ? poll_job(inst.job, inst.last_issue)
+                               : Poll{true, inst.completion, nullptr, 0, inst.last_issue};
   if (p.ready && ++inst.consumed == inst.expected) {
     const std::uint64_t job = inst.job;
     pending_.erase(ticket.instance);

@@ -63,10 +63,13 @@ class CollectiveFabric {
   // What issue() hands back: the completion time (symmetric mode, one
   // collective at a time), or completion < 0 and the job (symmetric,
   // concurrent) or instance (full mode) to poll() until it is ready.
+  // `share`: the issuing chip's part of it (what its HBM moves, collective_hbm_bytes).
   struct Ticket {
     double completion = -1;
     std::pair<std::uint64_t, std::int64_t> instance{};
     std::uint64_t job = 0;  // 0 = none
+    CollectiveShare share;
+    double start = -1;  // symmetric mode, one at a time: when its transfers start (now)
   };
   // Called from `device`'s ICI unit at the current simulated time for
   // the collective at program.code[pc], the device's `ordinal`-th collective
@@ -79,12 +82,15 @@ class CollectiveFabric {
   // is used up. Not ready: in full mode not every member of the group has
   // issued it; with concurrent collectives its completion (which later
   // collectives may push back) is still ahead. The caller waits for `event`
-  // or until `until_s` (either may be absent) and polls again.
+  // or until `until_s` (either may be absent) and polls again. `start`: when
+  // the collective's transfers start (its group complete; -1 = not yet), so
+  // [start, until_s or completion] is its network window as known now.
   struct Poll {
     bool ready = false;
     double completion = 0;
     const sc_core::sc_event* event = nullptr;
     double until_s = std::numeric_limits<double>::infinity();
+    double start = -1;
   };
   Poll poll(const Ticket& ticket);
 

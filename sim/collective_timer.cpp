@@ -240,6 +240,24 @@ double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, d
   return src_bytes;
 }
 
+HbmBytes collective_hbm_bytes(CollectiveHbmTraffic traffic, const CollectiveShare& share) {
+  if (traffic == CollectiveHbmTraffic::kNone) return {};
+  const double v = share.v_bytes;
+  const double n = static_cast<double>(std::max<std::int64_t>(1, share.group_size));
+  const double f = (n - 1) / n;
+  const bool reduction = traffic == CollectiveHbmTraffic::kTransfersReduction;
+  switch (share.kind) {
+    case interconnect::CollectiveKind::kAllGather: return {v, v};
+    case interconnect::CollectiveKind::kReduceScatter:
+      return reduction ? HbmBytes{3 * f * v, 2 * f * v} : HbmBytes{f * v, f * v};
+    case interconnect::CollectiveKind::kAllReduce:
+      return reduction ? HbmBytes{4 * f * v, 3 * f * v} : HbmBytes{2 * f * v, 2 * f * v};
+    case interconnect::CollectiveKind::kAllToAll: return {v / n, v / n};
+    case interconnect::CollectiveKind::kCollectivePermute: return {share.sends ? v : 0.0, share.receives ? v : 0.0};
+  }
+  return {};
+}
+
 Result<interconnect::ReplicaGroups> resolve_groups(const isa::ReplicaGroups* groups, bool permute,
                                                    std::int64_t n, std::int64_t& tiled) {
   tiled = 1;

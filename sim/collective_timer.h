@@ -158,6 +158,38 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
 double collective_v_bytes(interconnect::CollectiveKind kind, double src_bytes, double dst_bytes,
                           std::int64_t group_size);
 
+// One chip's part of a collective: the kind, V (collective_v_bytes), the
+// group size and, for collective-permute, whether the chip is a source
+// and/or a target of a pair.
+struct CollectiveShare {
+  interconnect::CollectiveKind kind = interconnect::CollectiveKind::kAllReduce;
+  double v_bytes = 0;
+  std::int64_t group_size = 1;
+  bool sends = true;
+  bool receives = true;
+};
+
+struct HbmBytes {
+  double read = 0;
+  double write = 0;
+};
+
+// What the chip's part of a collective reads from and writes to its HBM
+// (ici.hbm_traffic), for the bandwidth-optimal schedules (every ring,
+// multi-axis, hierarchical and direct schedule sends and receives the same
+// per chip), with f = (N-1)/N:
+// - transfers: every byte sent is read, every byte received written (ICI
+//   DMAs run HBM to HBM): all-gather f·V each plus its own shard's V/N copied
+//   into the output (read V, write V); reduce-scatter f·V each; all-reduce
+//   2f·V each (reduce-scatter then all-gather in place); all-to-all the
+//   buffer V/N each (f of it sent, its own 1/N copied); permute V read by a
+//   source, V written by a target.
+// - transfers+reduction: also the reduction of each received message of a
+//   reduce-scatter (or an all-reduce's first half): it and the local
+//   operand's chunk are read and the sum written, 2f·V read and f·V written.
+// - none: nothing.
+HbmBytes collective_hbm_bytes(CollectiveHbmTraffic traffic, const CollectiveShare& share);
+
 // The program's replica groups (or permute pairs) for a system of
 // `num_devices` chips. Empty = one group of every device. Groups that name
 // devices 0..M-1 exactly, with M dividing num_devices, are tiled over the

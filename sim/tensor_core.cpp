@@ -513,17 +513,10 @@ CoTask TensorCore::run_unit(Unit& u) {
         error_ = ticket.errors().front().message;
         co_return;
       }
-      CollectiveFabric::Poll p = spmd_.fabric->poll(*ticket);
-      while (!p.ready) {
-        u.waiting = Waiting{Waiting::Kind::kCollective, pc, 0, 0};
-        const double dt = p.until_s - now();
-        co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + ticks(std::max(dt, 0.0))
-                                                             : CoreScheduler::kNever);
-        p = spmd_.fabric->poll(*ticket);
-      }
-      u.waiting = {};
+      double completion = 0;
+      co_await run_collective(u, *ticket, pc, section, &completion);
       if (section >= 0) reuse_.snapshot();
-      const double rel = std::max(p.completion - t, cycle_s_);
+      const double rel = std::max(completion - t, cycle_s_);
       e = Exec{0, rel, rel, rel, Resource::kIci};
     } else {
       e = execute(u, inst, dyn(id));
@@ -623,32 +616,12 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   ProvenanceStats& ps = prov_[inst.provenance];
   if (c.hbm_tile) {
     // HBM is shared by every DMA engine (and core): queue on the device.
-    tlm::tlm_generic_payload& payload = hbm_payload_;
-    StridedTileExtension ext;
-    ext.tile = *c.hbm_tile;
-    payload.set_command(c.hbm_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    payload.set_address(c.hbm_tile->offset);
-    payload.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.hbm_tile->useful_bytes(), 0xffffffffu)));
-    payload.set_data_ptr(nullptr);
-    payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    payload.set_extension(&ext);
-    // The request leaves at this core's time: in run-ahead mode, ahead of the
-    // kernel's by the annotated delay (TLM-2.0 loosely timed).
-    const sc_time ahead = sched_->run_ahead() ? sched_->offset() : sc_core::SC_ZERO_TIME;
-    sc_time delay = ahead;
-    hbm_socket->b_transport(payload, delay);
-    payload.clear_extension(&ext);
-    const double hbm_end = (delay - ahead).to_seconds();
+    const double hbm_end = hbm_access(*c.hbm_tile, c.hbm_write);
     done = std::max(done, hbm_end);
     // The engine issued its last request an access latency before the last
     // data arrived (queueing behind other transfers included).
     occupy = std::max(occupy, hbm_end - chip_.hbm.latency);
     ps.hbm_bytes += static_cast<double>(c.hbm_tile->useful_bytes());
-    if (core_trace_) {
-      // The device served the transfer in its last transfer_seconds.
-      const double service = hbm_transfer(chip_.hbm, *c.hbm_tile).transfer_seconds;
-      core_trace_->hbm(now(), t + hbm_end - service, t + hbm_end, static_cast<double>(c.hbm_tile->useful_bytes()));
-    }
   }
   if (c.host_bytes > 0) {
     const double end = host_link_[c.host_to_device ? 1 : 0].reserve(t, host_transfer_seconds(chip_.host, c.host_bytes)) - t;
@@ -679,6 +652,88 @@ TensorCore::Exec TensorCore::execute(Unit& u, const isa::Instruction& inst, Dyn&
   ps.bf16_flops += c.flops;
   ps.transcendentals += c.transcendentals;
   return Exec{0, occupy, occupy, done, resource};
+}
+
+double TensorCore::hbm_access(const StridedTile& tile, bool write) {
+  tlm::tlm_generic_payload& payload = hbm_payload_;
+  StridedTileExtension ext;
+  ext.tile = tile;
+  payload.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  payload.set_address(tile.offset);
+  payload.set_data_length(static_cast<unsigned>(std::min<Bytes>(tile.useful_bytes(), 0xffffffffu)));
+  payload.set_data_ptr(nullptr);
+  payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  payload.set_extension(&ext);
+  // The request leaves at this core's time: in run-ahead mode, ahead of the
+  // kernel's by the annotated delay (TLM-2.0 loosely timed).
+  const sc_time ahead = sched_->run_ahead() ? sched_->offset() : sc_core::SC_ZERO_TIME;
+  sc_time delay = ahead;
+  hbm_socket->b_transport(payload, delay);
+  payload.clear_extension(&ext);
+  const double end = (delay - ahead).to_seconds();
+  if (core_trace_) {
+    // The device served the transfer in its last transfer_seconds.
+    const double service = hbm_transfer(chip_.hbm, tile).transfer_seconds;
+    core_trace_->hbm(now(), now() + end - service, now() + end, static_cast<double>(tile.useful_bytes()));
+  }
+  return end;
+}
+
+CoTask TensorCore::run_collective(Unit& u, const CollectiveFabric::Ticket& ticket, std::uint32_t pc, int section,
+                                  double* done_at) {
+  const HbmBytes hbm = collective_hbm_bytes(chip_.ici.hbm_traffic, ticket.share);
+  // Chunks of at least 1 MiB, at most 1024 per collective: each a read and a
+  // write of its share, the FIFO device interleaving them with the DMAs.
+  constexpr double kMinChunk = 1024.0 * 1024.0;
+  constexpr double kMaxChunks = 1024;
+  const double total = hbm.read + hbm.write;
+  const std::int64_t chunks =
+      total > 0 ? static_cast<std::int64_t>(std::clamp(std::ceil(total / kMinChunk), 1.0, kMaxChunks)) : 0;
+  const auto tile_of = [&](double bytes) {
+    StridedTile tile;
+    tile.rows = 1;
+    tile.row_bytes = static_cast<Bytes>(std::ceil(bytes / static_cast<double>(chunks)));
+    tile.stride_bytes = tile.row_bytes;
+    return tile;
+  };
+  const StridedTile read = tile_of(hbm.read);
+  const StridedTile write = tile_of(hbm.write);
+  ProvenanceStats& ps = prov_[program_.code[pc].provenance];
+  std::int64_t issued = 0;
+  double hbm_end = 0;  // absolute: the last chunk's data arrived
+  CollectiveFabric::Poll p = spmd_.fabric->poll(ticket);
+  while (true) {
+    if (p.ready && p.start < 0) p.start = now();
+    // The network window as known now: chunk k is due at k/chunks of it.
+    const double end = p.ready ? p.completion : p.until_s;
+    const bool known = p.start >= 0 && std::isfinite(end);
+    const auto due = [&](std::int64_t k) {
+      return p.start + (end - p.start) * static_cast<double>(k) / static_cast<double>(chunks);
+    };
+    while (issued < chunks && known && due(issued) <= now() + kTimeEps) {
+      if (section >= 0) reuse_.snapshot();
+      for (const StridedTile* tile : {&read, &write}) {
+        if (tile->row_bytes == 0) continue;
+        hbm_end = std::max(hbm_end, now() + hbm_access(*tile, tile == &write));
+        ps.hbm_bytes += static_cast<double>(tile->useful_bytes());
+      }
+      if (section >= 0) reuse_.add_since(section);
+      ++issued;
+    }
+    if (p.ready && issued == chunks) break;
+    const double next = issued < chunks && known ? due(issued) : std::numeric_limits<double>::infinity();
+    if (p.ready) {
+      co_await until(next);
+      continue;
+    }
+    u.waiting = Waiting{Waiting::Kind::kCollective, pc, 0, 0};
+    const double dt = std::min(next, p.until_s) - now();
+    co_await sched_->external(p.event, std::isfinite(dt) ? sched_->now() + ticks(std::max(dt, 0.0))
+                                                         : CoreScheduler::kNever);
+    p = spmd_.fabric->poll(ticket);
+  }
+  u.waiting = {};
+  *done_at = std::max(p.completion, hbm_end);
 }
 
 TensorCore::Exec TensorCore::execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d) {

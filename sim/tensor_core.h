@@ -156,6 +156,17 @@ class TensorCore : public sc_core::sc_module {
   // A DMA's or collective's completion signals its semaphore.
   void signal_semaphore(const isa::Instruction& inst);
   Exec execute_mxu(Unit& u, const isa::Instruction& inst, Dyn& d);
+  // Sends `tile` to the chip's HBM now (queued behind every earlier request
+  // of any engine or core); returns when its last data arrives, in seconds
+  // from now, and adds it to the trace's HBM track.
+  double hbm_access(const StridedTile& tile, bool write);
+  // A collective's HBM side (ici.hbm_traffic) on the ICI unit that polls
+  // `ticket`: the chip's reads and writes in chunks spread over the
+  // collective's network window as the fabric knows it when each is due,
+  // so DMAs running meanwhile share the HBM with them. Ends when the
+  // collective has completed and its last chunk has arrived: *done_at.
+  CoTask run_collective(Unit& u, const CollectiveFabric::Ticket& ticket, std::uint32_t pc, int section,
+                        double* done_at);
   void retire();
   // Valid for dyn_base_ <= id < next_dyn_, until the next push_dyn().
   Dyn& dyn(std::uint64_t id) { return dyn_ring_[static_cast<size_t>(id & dyn_mask_)]; }

@@ -123,7 +123,12 @@ json provenance_ops_json(const ReportInput& in, int cores) {
                    {"transcendentals", p.stats.transcendentals},
                    {"hbm_bytes", p.stats.hbm_bytes},
                    {"bound_time_s", std::max(compute_s, memory_s)},
-                   {"bound", compute_s == 0 && memory_s == 0 ? "none" : compute_s >= memory_s ? "compute" : "memory"}});
+                   // A collective's bound is its network time (not known here);
+                   // bound_time_s is its HBM traffic's floor.
+                   {"bound", p.stats.busy_by[static_cast<std::size_t>(Resource::kIci)] > 0 ? "communication"
+                             : compute_s == 0 && memory_s == 0                              ? "none"
+                             : compute_s >= memory_s                                       ? "compute"
+                                                                                            : "memory"}});
   }
   return ops;
 }

@@ -144,6 +144,43 @@ TEST(CollectiveTimer, VBytesFromInstructionTiles) {
   EXPECT_EQ(collective_v_bytes(CollectiveKind::kCollectivePermute, 100, 100, 2), 100);
 }
 
+TEST(CollectiveTimer, HbmBytesPerChipFollowTheRingsSendsReceivesAndReductions) {
+  // A ring of N = 8, V = 800: each chip sends and receives 7 chunks of V/8 =
+  // 100 per reduce-scatter or all-gather pass; a reduction reads the
+  // received chunk and the local one and writes their sum.
+  using enum CollectiveHbmTraffic;
+  const auto bytes = [](CollectiveHbmTraffic t, CollectiveKind k, double v, std::int64_t n, bool sends = true,
+                        bool receives = true) {
+    const HbmBytes b = collective_hbm_bytes(t, CollectiveShare{k, v, n, sends, receives});
+    return std::make_pair(b.read, b.write);
+  };
+  using P = std::pair<double, double>;
+  // All-gather: 700 sent and received, its own 100 copied into the output.
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kAllGather, 800, 8), P(800, 800));
+  EXPECT_EQ(bytes(kTransfersReduction, CollectiveKind::kAllGather, 800, 8), P(800, 800));
+  // Reduce-scatter: 700 sent, 700 received; + 7 reductions of (100 + 100 read, 100 written).
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kReduceScatter, 800, 8), P(700, 700));
+  EXPECT_EQ(bytes(kTransfersReduction, CollectiveKind::kReduceScatter, 800, 8), P(2100, 1400));
+  // All-reduce: the reduce-scatter, then an all-gather of the shards in place (700 each way).
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kAllReduce, 800, 8), P(1400, 1400));
+  EXPECT_EQ(bytes(kTransfersReduction, CollectiveKind::kAllReduce, 800, 8), P(2800, 2100));
+  // All-to-all: V = 8 x the buffer of 100; 7/8 of it sent and received, 1/8 kept (copied).
+  EXPECT_EQ(bytes(kTransfersReduction, CollectiveKind::kAllToAll, 800, 8), P(100, 100));
+  // Permute: a source reads its buffer, a target writes one; a chip on a cycle does both.
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kCollectivePermute, 100, 2, true, false), P(100, 0));
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kCollectivePermute, 100, 2, false, true), P(0, 100));
+  EXPECT_EQ(bytes(kTransfers, CollectiveKind::kCollectivePermute, 100, 2), P(100, 100));
+  // none: no HBM traffic; a group of one moves nothing but an all-gather's copy.
+  EXPECT_EQ(bytes(kNone, CollectiveKind::kAllReduce, 800, 8), P(0, 0));
+  EXPECT_EQ(bytes(kTransfersReduction, CollectiveKind::kReduceScatter, 800, 1), P(0, 0));
+  // The choices parse and print back (params.def lists them).
+  for (const auto* name : {"none", "transfers", "transfers+reduction"}) {
+    CollectiveHbmTraffic t = kNone;
+    EXPECT_TRUE(parse_enum(name, t)) << name;
+    EXPECT_EQ(enum_name(t), name);
+  }
+}
+
 TEST(CollectiveTimer, ResolveGroupsTilesDataParallelCopiesAndRejectsBadGroups) {
   std::int64_t tiled = 0;
   const isa::ReplicaGroups tp8{{0, 1, 2, 3, 4, 5, 6, 7}};

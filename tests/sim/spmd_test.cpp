@@ -52,6 +52,8 @@ json run_spmd(const std::string& preset, const std::vector<std::string>& sets, c
         j["network_runs"] = r->network_runs;
         j["stat_runs"] = r->sim.stats.value("system.network_runs");
         j["stat_x_busy"] = r->sim.stats.value("system.ici.x.busy_s");
+        j["hbm_read"] = r->sim.stats.value("chip0.hbm.read_bytes");
+        j["hbm_write"] = r->sim.stats.value("chip0.hbm.write_bytes");
         double attributed = 0;
         for (const auto& p : r->sim.provenance) attributed += p.stats.attributed_s;
         j["attributed"] = attributed;
@@ -151,6 +153,60 @@ TEST(Spmd, AsyncCollectiveOverlapsIndependentWorkAsTheSemaphoresSay) {
   EXPECT_NEAR(ot[3].get<double>(), ot[2].get<double>() - kDma32, 0.05 * kDma32);  // exposed
   const auto& st = s["times"][0];
   EXPECT_NEAR(st[3].get<double>(), st[2].get<double>(), 1e-9);  // serialized: all of it exposed
+}
+
+TEST(Spmd, ACollectiveReadsAndWritesItsChipsHbm) {
+  // ici.hbm_traffic on the ring of 8 (f = 7/8), V = 16 MiB: what chip 0's
+  // HBM model served, against collective_hbm_bytes' forms (to the byte per
+  // 1 MiB chunk: each chunk's share is rounded up).
+  const double f = 7.0 / 8.0;
+  const std::string gather =
+      ".buffer a hbm bf16 [128, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+      "collective.all_gather dst=b src=a sem=s\nsem.wait sem=s\n";
+  const json ag = run_spmd("v5e", kRing8, {gather}, SpmdMode::kSymmetric);
+  EXPECT_NEAR(ag["hbm_read"].get<double>(), kV, 1e-5 * kV);  // f·V sent + its own V/8 copied
+  EXPECT_NEAR(ag["hbm_write"].get<double>(), kV, 1e-5 * kV);
+  // All-reduce: reduce-scatter (sent, received, and each received message
+  // reduced with the local chunk) then all-gather in place.
+  const json ar = run_spmd("v5e", kRing8, {kAllReduce}, SpmdMode::kSymmetric);
+  EXPECT_NEAR(ar["hbm_read"].get<double>(), 4 * f * kV, 1e-5 * kV);
+  EXPECT_NEAR(ar["hbm_write"].get<double>(), 3 * f * kV, 1e-5 * kV);
+  auto sets = kRing8;
+  sets.push_back("ici.hbm_traffic=transfers");
+  const json transfers = run_spmd("v5e", sets, {kAllReduce}, SpmdMode::kFull);
+  EXPECT_NEAR(transfers["hbm_read"].get<double>(), 2 * f * kV, 1e-5 * kV);
+  EXPECT_NEAR(transfers["hbm_write"].get<double>(), 2 * f * kV, 1e-5 * kV);
+  sets.back() = "ici.hbm_traffic=none";
+  const json none = run_spmd("v5e", sets, {kAllReduce}, SpmdMode::kFull);
+  EXPECT_EQ(none["hbm_read"].get<double>(), 0.0);
+  EXPECT_EQ(none["hbm_write"].get<double>(), 0.0);
+  // Its HBM time (7·f·V / 819 GB/s = 125 us) fits in its network time: alone
+  // it does not lengthen the collective.
+  EXPECT_NEAR(step_of(ar), kRing8AllReduce, 0.02 * kRing8AllReduce);
+  EXPECT_NEAR(step_of(ar), step_of(none), 0.01 * step_of(none));
+}
+
+TEST(Spmd, ACollectivesHbmTrafficSlowsTheDmasSharingTheHbm) {
+  // Twelve 32 MiB HBM -> VMEM DMAs (402.7 MB, 491.6 us alone at 819 GB/s)
+  // run beside the all-reduce (334 us on the network), whose 7·f·V =
+  // 102.8 MB of HBM traffic the FIFO device serves between them: the HBM
+  // is busy the whole time, so the step is (DMA + collective bytes) / 819
+  // GB/s = 617 us. Without the traffic: the DMAs alone.
+  std::string both = std::string(kDmaBuffers) +
+                     ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+                     "collective.all_reduce dst=b src=a sem=s\n";
+  for (int i = 0; i < 12; ++i) both += "dma.start dst=cv src=c sem=d\n";
+  for (int i = 0; i < 12; ++i) both += "sem.wait sem=d\n";
+  both += "sem.wait sem=s\n";
+  const double dma = 12 * 33554432.0;
+  const double collective = 7 * (7.0 / 8.0) * kV;
+  const json shared = run_spmd("v5e", kRing8, {both}, SpmdMode::kSymmetric);
+  const double expected = (dma + collective) / 819e9;
+  EXPECT_NEAR(step_of(shared), expected, 0.02 * expected);
+  auto sets = kRing8;
+  sets.push_back("ici.hbm_traffic=none");
+  const json alone = run_spmd("v5e", sets, {both}, SpmdMode::kSymmetric);
+  EXPECT_NEAR(step_of(alone), dma / 819e9, 0.02 * dma / 819e9);
 }
 
 // The ring of 8 all-reducing kAllReduce, chip 5 first waiting for a 32 MiB DMA.
