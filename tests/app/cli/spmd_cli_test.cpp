@@ -122,6 +122,25 @@ TEST(CliSpmd, BadGroupsInAssemblyNameTheLineAndEveryOffender) {
   EXPECT_THAT(r.err, HasSubstr(path + ":6:1: error: all-gather: the replica groups name device 9"));
 }
 
+TEST(CliSpmd, ACollectivesOpRowShowsItsHbmTrafficAndStaysBoundByTheNetwork) {
+  // An all-reduce of V = 16 MiB over a v5e line of 4 (f = 3/4) reads 4·f·V
+  // and writes 3·f·V of the chip's HBM (ici.hbm_traffic's default): 88.08 MB.
+  // Its time is the network's: the ICI is its limiter, its bound "communication".
+  const std::string path = ::testing::TempDir() + "op_row_allreduce.tasm";
+  std::ofstream(path) << ".buffer a hbm bf16 [1024, 8192]\n.buffer b hbm bf16 [1024, 8192]\n.semaphore s\n"
+                         "collective.all_reduce dst=b src=a sem=s\nsem.wait sem=s\n";
+  const auto r = tpusim({"run", path, "--chip", "v5e", "--system", "4", "--format", "json", "-q"});
+  ASSERT_EQ(r.code, kOk) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ops"].size(), 1u);
+  const auto& op = j["ops"][0];
+  const double v = 16777216.0;
+  EXPECT_NEAR(op["hbm_bytes"].get<double>(), 7 * 0.75 * v, 1e-5 * v);
+  EXPECT_EQ(op["bound"], "communication");
+  EXPECT_EQ(op["limiter"], "ICI");
+  EXPECT_NEAR(j["hbm"]["bytes"].get<double>(), 7 * 0.75 * v, 1e-5 * v);
+}
+
 TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
   // An all-reduce of V = 16 MiB over every chip of a v5e line (no
   // wraparound stated), w = 4.5e10: 2·(N-1)/N·V/w + 2·(N-1) hops of 1 us:
