@@ -146,7 +146,7 @@ std::optional<std::string> auto_system(const CommonOptions& opt, const std::stri
   const int axes = torus_axes(base.chip);
   const auto dims = system_shape_for(devices.count, axes);
   std::string shape;
-  for (const auto d : dims) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  for (const auto d : dims) shape += fmt::format("{}{}", shape.empty() ? "" : "x", d);
   if (opt.verbosity >= 0) {
     err << fmt::format("{}: note: --system auto: {} device{} ({}): {} on {} ({} torus axes: ici.links {})\n", input,
                        devices.count, devices.count == 1 ? "" : "s", devices.source, shape, base.chip.name, axes,

@@ -513,8 +513,9 @@ std::string report_text(const ReportInput& in) {
       for (std::size_t i = 0; i < shown; ++i) {
         const json& op = j["ops"][i];
         const auto occurrences = op["occurrences"].get<std::int64_t>();
-        const std::string name = (op["approximated"].get<bool>() ? "*" : "") + op["name"].get<std::string>() +
-                                 (occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
+        const std::string name = fmt::format("{}{}{}", op["approximated"].get<bool>() ? "*" : "",
+                                             op["name"].get<std::string>(),
+                                             occurrences > 1 ? fmt::format(" x{}", occurrences) : std::string());
         o += fmt::format("{:<32} {:>9.3f} {:>6.1f} {:>11} {:>9.1f}% {:>13} {:>8.1f}% {:>11.3f} {:>9.2f} {:>7}    {}\n",
                          name, op["time_s"].get<double>() * 1e6, op["percent"].get<double>(),
                          format_si(op["flops"].get<double>(), ""), 100 * op["flop_utilization"].get<double>(),
