@@ -692,7 +692,7 @@ CoTask TensorCore::run_collective(Unit& u, const CollectiveFabric::Ticket& ticke
   const auto tile_of = [&](double bytes) {
     StridedTile tile;
     tile.rows = 1;
-    tile.row_bytes = static_cast<Bytes>(std::ceil(bytes / static_cast<double>(chunks)));
+    tile.row_bytes = chunks > 0 ? static_cast<Bytes>(std::ceil(bytes / static_cast<double>(chunks))) : 0;
     tile.stride_bytes = tile.row_bytes;
     return tile;
   };
