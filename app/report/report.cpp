@@ -180,7 +180,7 @@ json roofline_ops_json(const ReportInput& in, int cores) {
 }
 
 // Multi-chip figures: mode, per-chip times, ICI axes, collectives.
-void spmd_json(const SpmdResult& m, json& j) {
+void spmd_json(const SpmdResult& m, const ChipConfig& chip, json& j) {
   j["mode"] = spmd_mode_name(m.mode);
   j["chips"] = m.chips;
   j["system"] = m.topology;
@@ -208,6 +208,12 @@ void spmd_json(const SpmdResult& m, json& j) {
   j["ici_axes"] = axes;
   json collectives = json::array();
   for (const CollectiveRow& row : m.collectives) {
+    // One execution's HBM traffic on a member chip (ici.hbm_traffic; a
+    // permute's as a chip that both sends and receives).
+    const auto kind = parse_hlo_collective(row.op);
+    const HbmBytes hbm = kind ? collective_hbm_bytes(chip.ici.hbm_traffic,
+                                                     CollectiveShare{*kind, row.bytes, row.group_size, true, true})
+                              : HbmBytes{};
     collectives.push_back({{"op", row.op},
                            {"bytes", row.bytes},
                            {"group_size", row.group_size},
@@ -215,7 +221,9 @@ void spmd_json(const SpmdResult& m, json& j) {
                            {"time_s", row.seconds},
                            {"count", row.count},
                            {"total_s", row.seconds * static_cast<double>(row.count)},
-                           {"bound", row.bound}});
+                           {"bound", row.bound},
+                           {"hbm_read_bytes", hbm.read},
+                           {"hbm_write_bytes", hbm.write}});
   }
   j["collectives"] = collectives;
 }
@@ -361,7 +369,7 @@ json report_json(const ReportInput& in) {
     j["groups"] = profile_groups(j, in.profile);
   }
   if (in.spmd != nullptr) {
-    spmd_json(*in.spmd, j);
+    spmd_json(*in.spmd, *in.chip, j);
   } else {
     j["mode"] = "single-chip";
     j["chips"] = 1;

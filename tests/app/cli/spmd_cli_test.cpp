@@ -139,6 +139,10 @@ TEST(CliSpmd, ACollectivesOpRowShowsItsHbmTrafficAndStaysBoundByTheNetwork) {
   EXPECT_EQ(op["bound"], "communication");
   EXPECT_EQ(op["limiter"], "ICI");
   EXPECT_NEAR(j["hbm"]["bytes"].get<double>(), 7 * 0.75 * v, 1e-5 * v);
+  // The collective table: one execution's reads and writes on a member chip.
+  ASSERT_EQ(j["collectives"].size(), 1u);
+  EXPECT_DOUBLE_EQ(j["collectives"][0]["hbm_read_bytes"].get<double>(), 4 * 0.75 * v);
+  EXPECT_DOUBLE_EQ(j["collectives"][0]["hbm_write_bytes"].get<double>(), 3 * 0.75 * v);
 }
 
 TEST(CliSpmd, ScaleRunsEachSystemAndReportsWeakScalingEfficiency) {
