@@ -251,6 +251,7 @@ bool groups(const Token& t, std::string& out) {
     if (depth == 2 && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '-')) {
       std::int64_t x = 0;
       const auto r = std::from_chars(v.data() + i, v.data() + v.size(), x);
+      if (r.ec != std::errc{}) return false;  // a lone '-' or an out-of-range id: not a group list
       if (x >= 0) rows.back().push_back(x);
       i = static_cast<std::size_t>(r.ptr - v.data()) - 1;
     }

@@ -359,6 +359,25 @@ ENTRY %main (x: f32[8,16], v: f32[16], c: f32[8,1]) -> (f32[8,16], f32[8,16], f3
 // implicit capture): XLA's conversion to HLO rejects it ("requires all
 // operands to be defined in the parent region for export"); so does the
 // reader, at the use, naming the value and the op.
+TEST(StableHloOps, MalformedReplicaGroupsAreAnErrorNotAHang) {
+  // A '-' with no digits (found by the fuzzer: the group reader looped on
+  // it) and an id beyond int64: each an error naming the attribute.
+  for (const std::string groups : {"[[0, -, 2, 3]]", "[[0, 1, 2, 99999999999999999999]]"}) {
+    const std::string mlir = R"(module @m attributes {mhlo.num_partitions = 4 : i32} {
+  func.func @main(%arg0: tensor<8x16xf32>) -> tensor<8x64xf32> {
+    %0 = "stablehlo.all_gather"(%arg0) <{all_gather_dim = 1 : i64, channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<)" +
+                             groups + R"(> : tensor<1x4xi64>, use_global_device_ids}> : (tensor<8x16xf32>) -> tensor<8x64xf32>
+    return %0 : tensor<8x64xf32>
+  }
+})";
+    const auto r = parse_stablehlo(mlir, "groups.mlir");
+    ASSERT_FALSE(r.ok()) << groups;
+    const std::string e = format_all(r.errors());
+    EXPECT_NE(e.find("groups.mlir:3:"), std::string::npos) << e;
+    EXPECT_NE(e.find("needs a dense<[[...]]> value"), std::string::npos) << e;
+  }
+}
+
 TEST(StableHloOps, CapturesInReducerRegionsAreErrorsAtTheUse) {
   const std::string reduce = R"(module @m {
   func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> tensor<4xf32> {
