@@ -63,7 +63,7 @@ json run_point(const CommonOptions& opt, const std::string& input, const std::st
                       2 * cfg->chip.clock * cfg->chip.core.mxu.rate.bf16;
   for (const auto& p : r->sim.provenance) {
     // A collective's time is communication (its HBM traffic included): exposed_s.
-    if (p.stats.busy_by[static_cast<std::size_t>(Resource::kIci)] > 0) continue;
+    if (p.stats.collective()) continue;
     const double c = peak > 0 ? p.stats.bf16_flops / peak : 0;  // each dtype at its own MXU rate
     const double m = cfg->chip.hbm.bandwidth > 0 ? p.stats.hbm_bytes / cfg->chip.hbm.bandwidth : 0;
     if (c == 0 && m == 0) continue;

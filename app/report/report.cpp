@@ -125,10 +125,10 @@ json provenance_ops_json(const ReportInput& in, int cores) {
                    {"bound_time_s", std::max(compute_s, memory_s)},
                    // A collective's bound is its network time (not known here);
                    // bound_time_s is its HBM traffic's floor.
-                   {"bound", p.stats.busy_by[static_cast<std::size_t>(Resource::kIci)] > 0 ? "communication"
-                             : compute_s == 0 && memory_s == 0                              ? "none"
-                             : compute_s >= memory_s                                       ? "compute"
-                                                                                            : "memory"}});
+                   {"bound", p.stats.collective()                ? "communication"
+                             : compute_s == 0 && memory_s == 0 ? "none"
+                             : compute_s >= memory_s          ? "compute"
+                                                              : "memory"}});
   }
   return ops;
 }

@@ -35,6 +35,9 @@ struct ProvenanceStats {
   double transcendentals = 0;
   double hbm_bytes = 0;
   std::uint64_t instructions = 0;
+  // Its instructions are collectives (their time is communication; the HBM
+  // bytes they move are not a memory bound).
+  [[nodiscard]] bool collective() const { return busy_by[static_cast<std::size_t>(Resource::kIci)] > 0; }
 };
 
 class Retirement {

@@ -1,6 +1,7 @@
 // `tpusim run --loops full|extrapolate`: loop extrapolation as a user sees it
 // (sim/loop_extrapolation.h; docs/lowering.md, "Control flow").
 #include <gmock/gmock.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -99,7 +100,7 @@ TEST(CliLoops, AProgramPastTheStaticInstructionLimitIsRefusedNamingTheKey) {
   std::string hlo = "HloModule chain\nENTRY e {\n  p = bf16[128,128] parameter(0)\n  w = bf16[128,128] parameter(1)\n";
   std::string prev = "p";
   for (int i = 1; i <= 200; ++i) {
-    const std::string cur = "d" + std::to_string(i);
+    const std::string cur = fmt::format("d{}", i);
     hlo += "  " + std::string(i == 200 ? "ROOT " : "") + cur + " = bf16[128,128] dot(" + prev +
            ", w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n";
     prev = cur;

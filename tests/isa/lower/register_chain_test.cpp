@@ -3,6 +3,7 @@
 // last stores, so the VPU's ALUs (core.vpu.alus_per_lane) set the pace of
 // the ops between. Without room in the register file every op loads and
 // stores through VMEM, as before registers were modelled.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ std::string chain_module() {
   for (int i = 0; i < kOps; ++i) {
     t += std::string(i + 1 == kOps ? "  ROOT " : "  ") + "x" + std::to_string(i) + " = f32[1024,1024] " +
          (i % 2 == 0 ? "multiply(" : "add(") + prev + ", b)\n";
-    prev = "x" + std::to_string(i);
+    prev = fmt::format("x{}", i);
   }
   return t + "}\nENTRY e {\n  a = f32[1024,1024] parameter(0)\n"
              "  ROOT f = f32[1024,1024] fusion(a), kind=kLoop, calls=fused\n}\n";
