@@ -168,7 +168,10 @@ bool Converter::use(const Token& t, Scope& s, std::string& name) {
   std::string_view v = t.text;
   std::int64_t index = -1;
   if (const auto hash = v.find('#'); hash != std::string_view::npos) {
-    index = to_int(v.substr(hash + 1));
+    const std::string_view digits = v.substr(hash + 1);
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), index).ec != std::errc{}) {
+      return fail(t, fmt::format("'{}' has no result #{}", v.substr(0, hash), digits));
+    }
     v = v.substr(0, hash);
   }
   const auto it = s.values.find(v);

@@ -1,6 +1,9 @@
 #include "isa/stablehlo/lexer.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <fmt/format.h>
 #include <string>
 
@@ -107,6 +110,17 @@ class Lexer {
     while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.' ||
                                    ((text_[pos_] == '-' || text_[pos_] == '+') && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E')))) {
       ++pos_;
+    }
+    // A decimal integer is read as int64 wherever it is used (dimensions, ids,
+    // counts): one beyond that range is an error here, not a wrong number later.
+    const std::string_view n = text_.substr(begin, pos_ - begin);
+    const std::string_view digits = n.substr(n.starts_with('+') || n.starts_with('-') ? 1 : 0);
+    if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+      std::int64_t v = 0;
+      const char* first = n.data() + (n.starts_with('+') ? 1 : 0);
+      if (std::from_chars(first, n.data() + n.size(), v).ec != std::errc{}) {
+        return error(begin, fmt::format("integer '{}' is out of range (int64)", n));
+      }
     }
     return make(TokKind::kNumber, begin, pos_);
   }

@@ -124,12 +124,19 @@ std::size_t find(const std::vector<Token>& t, std::string_view keys, bool* prese
   return std::string::npos;
 }
 
+// An integer attribute value beyond int64 (thrown by numbers(), caught by the
+// entry points below and reported as the op's error).
+struct OutOfRange {
+  std::string text;
+};
+
 Ints numbers(std::string_view text) {
   Ints out;
   for (std::size_t i = 0; i < text.size();) {
     if (std::isdigit(static_cast<unsigned char>(text[i])) || (text[i] == '-' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
       std::int64_t v = 0;
       const auto r = std::from_chars(text.data() + i, text.data() + text.size(), v);
+      if (r.ec != std::errc{}) throw OutOfRange{std::string(text.substr(i, static_cast<std::size_t>(r.ptr - text.data()) - i))};
       out.push_back(v);
       i = static_cast<std::size_t>(r.ptr - text.data());
     } else {
@@ -315,29 +322,42 @@ bool one(const Row& r, const std::vector<Token>& t, std::string& attrs, std::str
   return true;
 }
 
+// Runs `body`, turning an integer beyond int64 in an attribute into `error`.
+template <typename Body>
+bool in_range(std::string& error, Body&& body) {
+  try {
+    return body();
+  } catch (const OutOfRange& e) {
+    error = fmt::format("integer '{}' is out of range (int64)", e.text);
+    return false;
+  }
+}
+
 }  // namespace
 
 bool conv_attributes(const std::vector<Token>& toks, const std::vector<std::int64_t>& kernel_dims, std::string& attrs,
                      std::string& error) {
-  const auto labels = conv_labels(toks);
-  if (labels.size() != 3) return error = "convolution needs dimension numbers '[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]'", false;
-  Ints size;
-  for (char d = '0'; d <= '9'; ++d) {
-    const auto at = labels[1].find(d);
-    if (at == std::string::npos) break;
-    if (at >= kernel_dims.size()) return error = "convolution kernel labels do not match the kernel's rank", false;
-    size.push_back(kernel_dims[at]);
-  }
-  if (!size.empty()) {  // no spatial dimensions: no window
-    attrs += ", window=" + window_text(toks, size, "window_strides|stride", "padding|pad", "lhs_dilation|lhs_dilate",
-                                       "rhs_dilation|rhs_dilate");
-  }
-  attrs += fmt::format(", dim_labels={}_{}->{}", labels[0], labels[1], labels[2]);
-  for (const std::string_view count : {"feature_group_count", "batch_group_count"}) {
-    const Ints v = ints_at(toks, find(toks, count));
-    if (!v.empty()) attrs += fmt::format(", {}={}", count, v[0]);
-  }
-  return true;
+  return in_range(error, [&] {
+    const auto labels = conv_labels(toks);
+    if (labels.size() != 3) return error = "convolution needs dimension numbers '[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]'", false;
+    Ints size;
+    for (char d = '0'; d <= '9'; ++d) {
+      const auto at = labels[1].find(d);
+      if (at == std::string::npos) break;
+      if (at >= kernel_dims.size()) return error = "convolution kernel labels do not match the kernel's rank", false;
+      size.push_back(kernel_dims[at]);
+    }
+    if (!size.empty()) {  // no spatial dimensions: no window
+      attrs += ", window=" + window_text(toks, size, "window_strides|stride", "padding|pad", "lhs_dilation|lhs_dilate",
+                                         "rhs_dilation|rhs_dilate");
+    }
+    attrs += fmt::format(", dim_labels={}_{}->{}", labels[0], labels[1], labels[2]);
+    for (const std::string_view count : {"feature_group_count", "batch_group_count"}) {
+      const Ints v = ints_at(toks, find(toks, count));
+      if (!v.empty()) attrs += fmt::format(", {}={}", count, v[0]);
+    }
+    return true;
+  });
 }
 
 std::string precision_attributes(const std::vector<Token>& toks) {
@@ -363,7 +383,12 @@ constexpr std::string_view kApiVersions[] = {"API_VERSION_UNSPECIFIED", "API_VER
                                              "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"};
 
 std::string api_version_attribute(const std::vector<Token>& toks) {
-  const Ints v = ints_at(toks, find(toks, "api_version"));
+  Ints v;
+  try {
+    v = ints_at(toks, find(toks, "api_version"));
+  } catch (const OutOfRange&) {
+    return "";  // as for any other number that names no version: the default
+  }
   if (v.size() != 1 || v[0] < 1 || v[0] >= static_cast<std::int64_t>(std::size(kApiVersions))) return "";
   return fmt::format(", api_version={}", kApiVersions[v[0]]);
 }
@@ -398,34 +423,36 @@ bool is_spec_attribute(std::string_view hlo_opcode, std::string_view name) {
 }
 
 bool spec_attributes(std::string_view hlo_opcode, const std::vector<Token>& toks, std::string& attrs, std::string& error) {
-  for (const Row& r : kRows) {
-    if (!row_of(r, hlo_opcode) || r.keys.empty()) continue;
-    if (!one(r, toks, attrs, error)) return false;
-  }
-  // reduce_precision's pretty `format = e5m10`.
-  if (hlo_opcode == "reduce-precision" && find(toks, "exponent_bits") == std::string::npos) {
-    const std::size_t k = find(toks, "format");
-    int e = 0, m = 0;
-    if (k == std::string::npos || std::sscanf(std::string(toks[k].text).c_str(), "e%dm%d", &e, &m) != 2) {
-      error = "reduce_precision needs 'format = eXmY' (or exponent_bits and mantissa_bits)";
+  return in_range(error, [&] {
+    for (const Row& r : kRows) {
+      if (!row_of(r, hlo_opcode) || r.keys.empty()) continue;
+      if (!one(r, toks, attrs, error)) return false;
+    }
+    // reduce_precision's pretty `format = e5m10`.
+    if (hlo_opcode == "reduce-precision" && find(toks, "exponent_bits") == std::string::npos) {
+      const std::size_t k = find(toks, "format");
+      int e = 0, m = 0;
+      if (k == std::string::npos || std::sscanf(std::string(toks[k].text).c_str(), "e%dm%d", &e, &m) != 2) {
+        error = "reduce_precision needs 'format = eXmY' (or exponent_bits and mantissa_bits)";
+        return false;
+      }
+      attrs += fmt::format(", exponent_bits={}, mantissa_bits={}", e, m);
+    }
+    // Attributes HLO's parser would not miss but the op cannot do without.
+    if (hlo_opcode == "fft" && find(toks, "fft_type|type") == std::string::npos) {
+      error = "fft needs 'fft_type = #stablehlo<fft_type FFT>' (pretty: 'type = FFT') and its length";
       return false;
     }
-    attrs += fmt::format(", exponent_bits={}, mantissa_bits={}", e, m);
-  }
-  // Attributes HLO's parser would not miss but the op cannot do without.
-  if (hlo_opcode == "fft" && find(toks, "fft_type|type") == std::string::npos) {
-    error = "fft needs 'fft_type = #stablehlo<fft_type FFT>' (pretty: 'type = FFT') and its length";
-    return false;
-  }
-  if (hlo_opcode == "all-to-all") {
-    const Ints split = ints_at(toks, find(toks, "split_dimension"));
-    const Ints concat = ints_at(toks, find(toks, "concat_dimension"));
-    if (!split.empty() && !concat.empty() && split != concat) {
-      error = "all_to_all with concat_dimension != split_dimension is not supported";
-      return false;
+    if (hlo_opcode == "all-to-all") {
+      const Ints split = ints_at(toks, find(toks, "split_dimension"));
+      const Ints concat = ints_at(toks, find(toks, "concat_dimension"));
+      if (!split.empty() && !concat.empty() && split != concat) {
+        error = "all_to_all with concat_dimension != split_dimension is not supported";
+        return false;
+      }
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 }  // namespace tpusim::stablehlo

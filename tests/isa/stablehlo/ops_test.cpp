@@ -378,6 +378,41 @@ TEST(StableHloOps, MalformedReplicaGroupsAreAnErrorNotAHang) {
   }
 }
 
+TEST(StableHloOps, AnIntegerBeyondInt64InAnAttributeIsAnErrorNotZero) {
+  // Read as 0 before: a transpose permutation (a bare number, caught by the
+  // lexer) and a convolution's padding (inside dense<...>).
+  const std::vector<std::string> ops = {
+      "%0 = stablehlo.transpose %arg0, dims = [1, 99999999999999999999] : (tensor<8x16xf32>) -> tensor<16x8xf32>",
+      "%0 = \"stablehlo.convolution\"(%arg1, %arg2) <{batch_group_count = 1 : i64, dimension_numbers = "
+      "#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, feature_group_count = 1 : i64, padding = "
+      "dense<[[0, 0], [0, -99999999999999999999]]> : tensor<2x2xi64>}> : (tensor<1x8x8x3xf32>, tensor<3x3x3x16xf32>) -> "
+      "tensor<1x6x6x16xf32>"};
+  for (const std::string& op : ops) {
+    const std::string mlir = R"(module @m {
+  func.func @main(%arg0: tensor<8x16xf32>, %arg1: tensor<1x8x8x3xf32>, %arg2: tensor<3x3x3x16xf32>) -> tensor<8x16xf32> {
+    )" + op + R"(
+    return %arg0 : tensor<8x16xf32>
+  }
+})";
+    const auto r = parse_stablehlo(mlir, "range.mlir");
+    ASSERT_FALSE(r.ok()) << op;
+    const std::string e = format_all(r.errors());
+    EXPECT_NE(e.find("range.mlir:3:"), std::string::npos) << e;
+    EXPECT_NE(e.find("99999999999999999999' is out of range (int64)"), std::string::npos) << e;
+  }
+  // A result index beyond int64 named result #0 before.
+  const std::string use = R"(module @m {
+  func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0:2 = "stablehlo.optimization_barrier"(%a, %a) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %0#18446744073709551617 : tensor<4xf32>
+  }
+})";
+  const auto r = parse_stablehlo(use, "use.mlir");
+  ASSERT_FALSE(r.ok());
+  const std::string e = format_all(r.errors());
+  EXPECT_NE(e.find("use.mlir:4:12: error: '%0' has no result #18446744073709551617"), std::string::npos) << e;
+}
+
 TEST(StableHloOps, CapturesInReducerRegionsAreErrorsAtTheUse) {
   const std::string reduce = R"(module @m {
   func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> tensor<4xf32> {
