@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <vector>
 
 #include "common/units.h"
@@ -106,12 +107,14 @@ class Attention {
     }
     return std::min<std::int64_t>(128, std::max(lanes, longest));
   }
-  // Rows of the backward's pieces: the weight load's cycles (a piece
-  // streams at least as long as the next weights take to load), at least
-  // the softmax's piece and the VPU's row tiling.
+  // Rows of the backward's pieces: the rows of a weight tile (a piece
+  // streams at least as long as the next weights take to load, one row a
+  // cycle or faster: core.mxu.weight_load_rows_per_cycle; a faster load
+  // does not make the pieces, and so the kernel's schedule, smaller), at
+  // least the softmax's piece, in whole tiles of rows and of lanes: a piece
+  // also slices the columns of P^T and dS^T.
   std::int64_t backward_piece(std::int64_t b) const {
-    const std::int64_t load = mxu_weight_load_cycles(c_.chip.core.mxu);
-    return std::max({c_.min_tile_rows(), b / 8, round_up(load, c_.min_tile_rows())});
+    return round_up(std::max(b / 8, c_.chip.core.mxu.rows), std::lcm(c_.min_tile_rows(), c_.lanes()));
   }
   std::int64_t footprint(std::int64_t b) const {
     const auto fp = [&](DType d, std::int64_t r, std::int64_t cols) { return c_.vmem_footprint(d, r, cols); };
@@ -594,8 +597,8 @@ class Attention {
             // piece while the VPU, EUP and XLU work on another. dP needs
             // only dO, so its products go first and fill the MXU while the
             // first piece's P is made. A piece is at least as many rows as a
-            // weight tile takes to load, so the weights reloaded per piece
-            // load while the previous piece streams.
+            // weight tile has, so the weights reloaded per piece load while
+            // the previous piece streams.
             const auto x = static_cast<std::size_t>(slot);
             vpu(VpuOp::kConvert, dqf[x], dqb[x]);  // the dQ read in first: the slot's next load may then start
             std::vector<std::int64_t> starts;

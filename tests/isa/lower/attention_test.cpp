@@ -42,12 +42,14 @@ std::int64_t block_rows(const std::vector<LowerNote>& notes) {
   return block;
 }
 
-// Lowered, verified and simulated in a child process.
-KernelRun run(const std::string& text, const char* chip) {
+// Lowered, verified and simulated in a child process (`weight_load`: the
+// MXU's weight rows loaded per cycle, when not the preset's).
+KernelRun run(const std::string& text, const char* chip, std::int64_t weight_load = 0) {
   std::string error;
   const auto out = run_isolated(
       [&]() -> std::string {
-        const ChipConfig c = tpusim::testing::preset(chip);
+        ChipConfig c = tpusim::testing::preset(chip);
+        if (weight_load > 0) c.core.mxu.weight_load_rows_per_cycle = weight_load;
         auto m = hlo::parse_hlo_module(text, "attention.hlo");
         if (!m.ok()) return "error " + format_all(m.errors());
         auto l = lower_module(**m, c);
@@ -328,6 +330,29 @@ TEST(Attention, EveryFormVerifiesOnChipsWithAndWithoutBf16Alus) {
           EXPECT_GT(r.mxu_flops, 0) << chip << " dim " << dim << " mask " << mask << (backward ? " backward" : "");
         }
         EXPECT_GT(run(tpusim::testing::cudnn_attention_module(s), chip).mxu_flops, 0) << chip;
+      }
+    }
+  }
+}
+
+TEST(Attention, FasterWeightLoadsKeepTheBackwardsTilesAlignedAndItsProducts) {
+  // The backward's row pieces also slice the columns of P^T and dS^T: with
+  // a weight load faster than a row a cycle they were cut to the load's
+  // cycles (64 columns on v6e at 4 rows a cycle), not whole lane tiles, and
+  // the verifier rejected the kernel. They stay whole tiles of the array's
+  // rows: the products are the same, and no load makes the kernel slower.
+  AttentionShape s;
+  s.q_len = s.kv_len = 2048;
+  for (const char* chip : {"v5e", "v6e"}) {
+    for (const int mask : {0, 2}) {
+      s.mask_type = mask;
+      const std::string text = tpusim::testing::te_attention_module(s, true);
+      const KernelRun base = run(text, chip, 1);
+      ASSERT_GT(base.mxu_flops, 0) << chip;
+      for (const std::int64_t w : {2, 3, 4, 8, 16, 128}) {
+        const KernelRun r = run(text, chip, w);
+        EXPECT_DOUBLE_EQ(r.mxu_flops, base.mxu_flops) << chip << " weight load " << w;
+        EXPECT_LE(r.seconds, base.seconds) << chip << " weight load " << w;
       }
     }
   }
