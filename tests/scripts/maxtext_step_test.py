@@ -12,6 +12,7 @@ and layer over 'fsdp', a DCN all-reduce per gradient)."""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -183,6 +184,49 @@ class MaxTextStep(unittest.TestCase):
         for dims in (llama, gpt3):  # fp8_full (one slice, no tensor parallelism)
             text, _ = maxtext_hlo.emit(dims, 2, 256, 4, 1, 1, "full", "fp8_full")
             self.assertEqual(dead(text), [], (dims, "fp8_full"))
+
+    def test_tensor_parallel_backward_runs_weight_gradients_under_its_collectives(self):
+        # XLA's latency-hiding scheduler issues independent work between an async collective's start and
+        # done: in a layer's backward nothing reads a weight gradient, so each tensor-parallel collective
+        # there runs under some of them (MLP input gradient's reduce-scatter: the MLP input projections';
+        # attention output gradient's gather: the MLP output projection's; attention input gradient's
+        # reduce-scatter: the four attention projections'), and dy's gather under the recomputation. The
+        # forward's collectives have nothing independent to run under.
+        import maxtext_hlo
+
+        small = dict(emb=512, heads=4, kv_heads=4, head_dim=128, mlp=2048, mlp_matrices=2, layers=2, vocab=1024)
+        for dims, wi in ((small, 1), (dict(small, mlp_matrices=3), 2)):
+            text, _ = maxtext_hlo.emit(dims, 2, 256, 4, 2, 1, "full")
+            bodies = {}
+            for block in text.split("\n\n"):
+                for name in ("forward_body", "backward_body"):
+                    if re.search(rf"^%{name}\.\d+ ", block, re.M):
+                        bodies[name] = block.splitlines()
+            windows = {}
+            for name, lines in bodies.items():
+                found = []
+                for i, line in enumerate(lines):
+                    # a tensor-parallel collective moves an activation [B, S, D/tp] <-> [B, S, D] (3-D);
+                    # fsdp's gather moves 2-D weight shards
+                    if not re.search(r"= \(+bf16\[\d+,\d+,\d+\].*(all-gather-start|async-start)\(", line):
+                        continue
+                    start = line.split("=")[0].strip().lstrip("%")
+                    end = next(j for j in range(i + 1, len(lines)) if re.search(rf"-done\(.*%{re.escape(start)}\b", lines[j]))
+                    inside = lines[i + 1:end]
+                    wgrads = sum(1 for l in inside if " dot(" in l and "lhs_contracting_dims={0,1}" in l)
+                    dots = sum(1 for l in inside if " dot(" in l)
+                    found.append((wgrads, dots))
+                windows[name] = found
+            self.assertTrue(windows["forward_body"], dims)
+            self.assertTrue(all(d == 0 for _, d in windows["forward_body"]), windows["forward_body"])
+            backward = windows["backward_body"]
+            # the outermost windows in order: dy's gather (the recomputation: its projections, no weight
+            # gradient), the MLP input gradient's reduce-scatter, the attention output gradient's gather,
+            # the attention input gradient's reduce-scatter; the recomputation's own forward collectives
+            # nest in the first and hold nothing
+            outer = [w for w in backward if w[1] > 0]
+            self.assertEqual([w[0] for w in outer], [0, wi, 1, 4], backward)
+            self.assertGreaterEqual(outer[0][1], 3 + 1 + wi)  # q, k, v, o and the MLP input projections
 
     def test_fp8_full_quantizes_the_decoder_layers_dots(self):
         # MaxText's fp8_full (Qwix rule on decoder/.*layers.*): every dot of a decoder layer runs on fp8 values

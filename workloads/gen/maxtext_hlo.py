@@ -34,7 +34,10 @@ activations between blocks keep their embed dimension split over 'tensor'
 (MaxText's activation_embed rule): each block all-gathers its normalized input
 over 'tensor' before the column-parallel dots and reduce-scatters the
 row-parallel dot's partial sums back; the RMSNorm sums of squares are
-all-reduced over 'tensor'.
+all-reduced over 'tensor'. In a layer's backward the weight gradients (which
+nothing after them reads) run between those collectives' starts and dones, and
+dy's gather under the recomputation, as XLA's latency-hiding scheduler places
+independent work (Step.tp_window).
 
 Flash attention is the fused-attention custom call tpusim compiles as a TPU
 flash-attention program (Transformer Engine's te_fused_attn_forward_ffi /
@@ -283,6 +286,7 @@ class Step:
         self.qcache = {}
         self.m = Module()
         self.collectives = []  # (kind, bytes per device, axis, where) for the header and tests
+        self.pending = None  # weight gradients waiting for a tensor-parallel collective (layer_bwd)
         self.m.counters.update(REGION_COUNTERS)
         self.regions = REGIONS
         if cfg.E > 1:  # the cumulative counts' reduce-window
@@ -326,18 +330,40 @@ class Step:
     def reduce_scatter_done(self, e, start):
         return e.op("async-done", start.shape[1], [start], f"calls=%{start.calls}")
 
+    def tp_gather_start(self, e, v, where):
+        """The start of [.., D/tp] -> [.., D] over 'tensor' (tensor > 1)."""
+        return self.all_gather(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor", self.c.tp, where)
+
+    def tp_scatter_start(self, e, v, where):
+        """The start of partial sums [.., D] -> summed [.., D/tp] over 'tensor' (tensor > 1)."""
+        return self.reduce_scatter(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor", self.c.tp, where)
+
     def tp_gather(self, e, v, where):
         """[.., D/tp] -> [.., D] over 'tensor' (nothing when tensor = 1)."""
-        if self.c.tp == 1:
-            return v
-        return self.all_gather_done(e, self.all_gather(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor", self.c.tp, where))
+        return v if self.c.tp == 1 else self.all_gather_done(e, self.tp_gather_start(e, v, where))
 
     def tp_scatter(self, e, v, where):
         """Partial sums [.., D] -> summed [.., D/tp] over 'tensor' (nothing when tensor = 1)."""
-        if self.c.tp == 1:
-            return v
-        return self.reduce_scatter_done(e, self.reduce_scatter(e, v, len(v.dims) - 1, self.c.tp_groups, "tensor",
-                                                               self.c.tp, where))
+        return v if self.c.tp == 1 else self.reduce_scatter_done(e, self.tp_scatter_start(e, v, where))
+
+    def wgrad_later(self, e, g, name, x, dout, dims):
+        """The weight gradient `name` (x^T . dout): now, or, while the layer's backward overlaps its
+        tensor-parallel collectives (self.pending is a dict), when tp_window issues it."""
+        if self.pending is None:
+            g[name] = self.wgrad_dot(e, x, dout, dims)
+        else:
+            self.pending[name] = (x, dout, dims)
+
+    def tp_window(self, e, start, done, g, names):
+        """Waits for a started tensor-parallel collective with the pending weight gradients `names` issued
+        between its start and its done: no later op of the layer reads a weight gradient, so XLA's
+        latency-hiding scheduler runs them under the collective (the rows' LIBTPU_INIT_ARGS enable its
+        async collective fusion and compute/collective overlap)."""
+        for name in names:
+            if name in self.pending:
+                x, dout, dims = self.pending.pop(name)
+                g[name] = self.wgrad_dot(e, x, dout, dims)
+        return done(e, start)
 
     def tp_sum(self, e, v, where, region=None):
         return v if self.c.tp == 1 else self.all_reduce(e, v, self.c.tp_groups, "tensor", where, region)
@@ -854,24 +880,37 @@ class Step:
         y = m.fusion(e, "kLoop", "loop_add_fusion", [mlp, h], lambda f, p: f.add(p[0], p[1]), None)
         return y, s
 
-    def layer_bwd(self, e, dy, s, W):
-        """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16}). Under
+    def layer_bwd(self, e, dy, s, W, dy_start=None):
+        """The layer's backward from dy [B,S,DT]; returns (dx, gradients {name: full local bf16}). dy_start:
+        the gather of dy over 'tensor', started before the layer's recomputation (or None). Under
         fp8_full: W holds the forward's quantized weights and the residuals are the forward's quantized
         values (the recomputation's), as Qwix reuses them."""
         c = self.c
         g = {}
+        # With tensor parallelism (a dense MLP) each weight gradient is issued under one of the layer's
+        # tensor-parallel collectives (tp_window): the MLP input's under the reduce-scatter of the MLP input
+        # gradient, the MLP output projection's under the gather of the attention output gradient, the
+        # attention projections' under the reduce-scatter of the attention input gradient.
+        self.pending = {} if c.tp > 1 and c.E == 1 else None
         d_mlp = dy
         if c.post_norms:
             d_mlp, g["post_mlp_norm"] = self.norm_bwd(e, None, dy, s["mlp"], s["ss4"], W["post_mlp_norm"],
                                                       "post-MLP RMSNorm")
-        dyg = self.tp_gather(e, d_mlp, "MLP output gradient")
+        dyg = self.all_gather_done(e, dy_start) if dy_start is not None else self.tp_gather(e, d_mlp, "MLP output gradient")
         if c.E > 1:
             dhn = self.moe_bwd(e, dyg, s, W, g)
         else:
             dhn = self.dense_mlp_bwd(e, dyg, s, W, g)
-        dhn = self.tp_scatter(e, dhn, "MLP input gradient")
+        if self.pending is None:
+            dhn = self.tp_scatter(e, dhn, "MLP input gradient")
+        else:
+            dhn = self.tp_window(e, self.tp_scatter_start(e, dhn, "MLP input gradient"), self.reduce_scatter_done, g,
+                                 ("wi_0", "wi_1", "wi"))
         dh, g["mlp_norm"] = self.norm_bwd(e, dy, dhn, s["h"], s["ss2"], W["mlp_norm"], "MLP RMSNorm")
-        return self.attention_bwd(e, dh, s, W, g)
+        dx, g = self.attention_bwd(e, dh, s, W, g)
+        assert not self.pending, f"weight gradients never issued: {sorted(self.pending or {})}"
+        self.pending = None
+        return dx, g
 
     def dense_mlp_bwd(self, e, dyg, s, W, g):
         """The MLP's backward from its output gradient (gathered over 'tensor'): the input gradient of its
@@ -879,17 +918,17 @@ class Step:
         c, m = self.c, self.m
         D = c.D
 
-        def wgrad(x, dout, dims):
-            return self.wgrad_dot(e, x, dout, dims)
+        def wgrad(name, x, dout, dims):
+            self.wgrad_later(e, g, name, x, dout, dims)
 
         def dgrad(dout, w, addend=None):
             return self.dgrad_dot(e, dout, w, addend)
-        g["wo_mlp"] = wgrad(s["u"], dyg, (c.FL, D))
+        wgrad("wo_mlp", s["u"], dyg, (c.FL, D))
         du = dgrad(dyg, W["wo_mlp"])
         if c.gated:
             dg, dup = self.gated_act_bwd(e, du, s["g"], s["up"])
-            g["wi_0"] = wgrad(s["hg"], dg, (D, c.FL))
-            g["wi_1"] = wgrad(s["hg"], dup, (D, c.FL))
+            wgrad("wi_0", s["hg"], dg, (D, c.FL))
+            wgrad("wi_1", s["hg"], dup, (D, c.FL))
             dhn = dgrad(dup, W["wi_1"], dgrad(dg, W["wi_0"]))
         else:
             def relu_bwd(f, p):
@@ -900,7 +939,7 @@ class Step:
                 return f.convert(f.mul(f.convert(p[0], F32), self.gelu(f, f.convert(p[1], F32), grad=True)), BF16)
             dpre = m.fusion(e, "kLoop", "loop_select_fusion" if c.act == "relu" else "loop_multiply_fusion",
                             [du, s["pre"]], relu_bwd if c.act == "relu" else gelu_bwd, None)
-            g["wi"] = wgrad(s["hg"], dpre, (D, c.FL))
+            wgrad("wi", s["hg"], dpre, (D, c.FL))
             dhn = dgrad(dpre, W["wi"])
         return dhn
 
@@ -910,8 +949,8 @@ class Step:
         c = self.c
         B, S, D = c.B, c.S, c.D
 
-        def wgrad(x, dout, dims):
-            return self.wgrad_dot(e, x, dout, dims)
+        def wgrad(name, x, dout, dims):
+            self.wgrad_later(e, g, name, x, dout, dims)
 
         def dgrad(dout, w, addend=None):
             return self.dgrad_dot(e, dout, w, addend)
@@ -919,8 +958,12 @@ class Step:
         if c.post_norms:
             d_attn, g["post_attn_norm"] = self.norm_bwd(e, None, dh, s["attn"], s["ss3"], W["post_attn_norm"],
                                                         "post-attention RMSNorm")
-        dhg = self.tp_gather(e, d_attn, "attention output gradient")
-        g["wo"] = wgrad(s["o3"], dhg, (c.HL * c.HD, D))
+        if self.pending is None:
+            dhg = self.tp_gather(e, d_attn, "attention output gradient")
+        else:
+            dhg = self.tp_window(e, self.tp_gather_start(e, d_attn, "attention output gradient"),
+                                 self.all_gather_done, g, ("wo_mlp",))
+        wgrad("wo", s["o3"], dhg, (c.HL * c.HD, D))
         do = e.op("bitcast", bf(B, S, c.HL, c.HD), [dgrad(dhg, W["wo"])])
         local = s.get("local", False)
         kv = bf(B, c.local_kv if local else c.kv_len, c.KVL, c.HD)
@@ -939,11 +982,15 @@ class Step:
               "wk": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dk]),
               "wv": e.op("bitcast", bf(B, S, c.KVL * c.HD), [dv])}
         for name, dval in d3.items():
-            g[name] = wgrad(s["xg"], dval, (D, dval.dims[2]))
+            wgrad(name, s["xg"], dval, (D, dval.dims[2]))
         dxn = dgrad(d3["wq"], W["wq"])
         for name in ("wk", "wv"):
             dxn = dgrad(d3[name], W[name], dxn)
-        dxn = self.tp_scatter(e, dxn, "attention input gradient")
+        if self.pending is None:
+            dxn = self.tp_scatter(e, dxn, "attention input gradient")
+        else:
+            dxn = self.tp_window(e, self.tp_scatter_start(e, dxn, "attention input gradient"),
+                                 self.reduce_scatter_done, g, ("wo", "wq", "wk", "wv"))
         dx, g["attn_norm"] = self.norm_bwd(e, dh, dxn, s["x"], s["ss1"], W["attn_norm"], "attention RMSNorm")
         return dx, g
 
@@ -1190,8 +1237,12 @@ class Step:
                 if W is None:
                     W = self.layer_weights(f, {n: stacks[key(n, j)] for n in names}, idx)
                 W_next = self.layer_weights(f, {n: stacks[key(n, j - 1)] for n in names}, idx) if j > 0 else None
+                # with tensor parallelism (and no post-norm before it) dy's gather over 'tensor' does not
+                # wait for the recomputation: started before it, it runs under it
+                early = c.tp > 1 and c.E == 1 and not c.post_norms
+                dy_start = self.tp_gather_start(f, dy, "MLP output gradient") if early else None
                 _, s = self.layer_fwd(f, got["x"], W, got, recompute=True, kind=c.pattern[j])
-                dy, g = self.layer_bwd(f, dy, s, W)
+                dy, g = self.layer_bwd(f, dy, s, W, dy_start)
                 for n in names:
                     k = key(n, j)
                     new[k] = self.store(f, gstacks[k], self.reduce_grad(f, n, kinds[k], g[n],
