@@ -17,6 +17,8 @@ def scatter_plot(points, name, xlabel, ylabel, title, band, alt):
         matplotlib.rcParams["svg.hashsalt"] = "tpusim"  # stable element ids
         import matplotlib.pyplot as plt
     except ImportError:
+        sys.stderr.write(f"validation_report: no plot {name}: {sys.executable} has no matplotlib (scripts/setup.sh "
+                         "installs python3-matplotlib for /usr/bin/python3, which scripts/validate.sh uses)\n")
         return ["(No plot: matplotlib is not installed; scripts/setup.sh installs python3-matplotlib.)", ""]
     img_dir = os.path.join(os.path.dirname(os.path.abspath(md_path)), "img")
     os.makedirs(img_dir, exist_ok=True)
