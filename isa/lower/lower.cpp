@@ -79,6 +79,30 @@ class Lowerer {
   }
 
  private:
+  // Why the chip's MXUs cannot run compiled HLO, or "": the compiler feeds
+  // them operand tiles of whole VMEM lane tiles, so an array of rows or
+  // columns that are not a multiple of the lanes would read part of a lane
+  // tile (assembly programs can still drive such an array).
+  [[nodiscard]] std::string mxu_misfit() const {
+    const std::int64_t lanes = c_.lanes();
+    const auto& mxu = c_.chip.core.mxu;
+    for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"core.mxu.rows", mxu.rows}, {"core.mxu.cols", mxu.cols}}) {
+      if (v % lanes != 0) {
+        return fmt::format("and {} = {} is not a multiple of core.vpu.lanes = {}: the HLO compiler feeds the MXUs whole VMEM "
+                           "lane tiles (an array of such a size runs from assembly, `tpusim run program.tasm`)",
+                           key, v, lanes);
+      }
+    }
+    return "";
+  }
+  // Whether the instructions emitted from `from` on use an MXU.
+  [[nodiscard]] bool uses_mxu(std::size_t from) const {
+    for (std::size_t i = from; i < c_.prog.code.size(); ++i) {
+      if (isa::opcode_info(isa::opcode(c_.prog.code[i].op)).unit == isa::Unit::kMxu) return true;
+    }
+    return false;
+  }
+
   Result<Value> lower_computation(const hlo::Computation& comp, const std::vector<Value>& params, bool top) {
     // Unfused modules: tpusim's fusion policy (fusion.h) groups elementwise
     // chains; members run inside their group's kernel, at the group's root.
@@ -136,6 +160,11 @@ class Lowerer {
         return Diagnostic{c_.module.source().name, static_cast<int>(at.line), static_cast<int>(at.column),
                           "unsupported: " + std::string(x->name()) + " at " + c_.where(*x) + " " + c_.oversize, ""};
       }
+      if (const std::string misfit = mxu_misfit(); !misfit.empty() && uses_mxu(code_before)) {
+        const isa::SourceLoc at = c_.loc(*x);
+        return Diagnostic{c_.module.source().name, static_cast<int>(at.line), static_cast<int>(at.column),
+                          fmt::format("unsupported: {} at {} runs on the MXUs, {}", x->name(), c_.where(*x), misfit), ""};
+      }
       if (!key.empty() && c_.prog.code.size() > code_before) remember(*x, std::move(key));
     }
     wait_host_moves();
@@ -187,8 +216,7 @@ class Lowerer {
         continue;
       }
       for (const Array& a : it->second.leaves) {
-        key += " " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + ":" + std::to_string(a.elements) + ":" +
-               std::to_string(static_cast<int>(a.dtype)) + ":" + a.shape.to_string(true);
+        key += fmt::format(" {}x{}:{}:{}:{}", a.rows, a.cols, a.elements, static_cast<int>(a.dtype), a.shape.to_string(true));
         if (a.buffer < c_.prog.buffers.size()) {
           const isa::Buffer& b = c_.prog.buffers[a.buffer];
           key += b.view_of == isa::TileRef::kNone ? ":own" : ":view";
