@@ -346,6 +346,10 @@ class Step:
         """Partial sums [.., D] -> summed [.., D/tp] over 'tensor' (nothing when tensor = 1)."""
         return v if self.c.tp == 1 else self.reduce_scatter_done(e, self.tp_scatter_start(e, v, where))
 
+    def tp_overlaps(self):
+        """Whether a layer's backward runs work under its tensor-parallel collectives (tensor > 1, a dense MLP)."""
+        return self.c.tp > 1 and self.c.E == 1
+
     def wgrad_later(self, e, g, name, x, dout, dims):
         """The weight gradient `name` (x^T . dout): now, or, while the layer's backward overlaps its
         tensor-parallel collectives (self.pending is a dict), when tp_window issues it."""
@@ -891,7 +895,7 @@ class Step:
         # tensor-parallel collectives (tp_window): the MLP input's under the reduce-scatter of the MLP input
         # gradient, the MLP output projection's under the gather of the attention output gradient, the
         # attention projections' under the reduce-scatter of the attention input gradient.
-        self.pending = {} if c.tp > 1 and c.E == 1 else None
+        self.pending = {} if self.tp_overlaps() else None
         d_mlp = dy
         if c.post_norms:
             d_mlp, g["post_mlp_norm"] = self.norm_bwd(e, None, dy, s["mlp"], s["ss4"], W["post_mlp_norm"],
@@ -1239,7 +1243,7 @@ class Step:
                 W_next = self.layer_weights(f, {n: stacks[key(n, j - 1)] for n in names}, idx) if j > 0 else None
                 # with tensor parallelism (and no post-norm before it) dy's gather over 'tensor' does not
                 # wait for the recomputation: started before it, it runs under it
-                early = c.tp > 1 and c.E == 1 and not c.post_norms
+                early = self.tp_overlaps() and not c.post_norms
                 dy_start = self.tp_gather_start(f, dy, "MLP output gradient") if early else None
                 _, s = self.layer_fwd(f, got["x"], W, got, recompute=True, kind=c.pattern[j])
                 dy, g = self.layer_bwd(f, dy, s, W, dy_start)

@@ -355,10 +355,14 @@ ENTRY %main (x: f32[8,16], v: f32[16], c: f32[8,1]) -> (f32[8,16], f32[8,16], f3
   expect_same_as_hlo(mlir, hlo);
 }
 
-// A reduce, sort or scatter region using a value of the function (an
-// implicit capture): XLA's conversion to HLO rejects it ("requires all
-// operands to be defined in the parent region for export"); so does the
-// reader, at the use, naming the value and the op.
+// The errors of reading `mlir` as `file` ("" when it reads: the caller's
+// expectations then fail naming the missing text).
+std::string errors_of(const std::string& mlir, const char* file) {
+  const auto r = parse_stablehlo(mlir, file);
+  EXPECT_FALSE(r.ok()) << mlir;
+  return r.ok() ? "" : format_all(r.errors());
+}
+
 TEST(StableHloOps, MalformedReplicaGroupsAreAnErrorNotAHang) {
   // A '-' with no digits (found by the fuzzer: the group reader looped on
   // it) and an id beyond int64: each an error naming the attribute.
@@ -370,9 +374,7 @@ TEST(StableHloOps, MalformedReplicaGroupsAreAnErrorNotAHang) {
     return %0 : tensor<8x64xf32>
   }
 })";
-    const auto r = parse_stablehlo(mlir, "groups.mlir");
-    ASSERT_FALSE(r.ok()) << groups;
-    const std::string e = format_all(r.errors());
+    const std::string e = errors_of(mlir, "groups.mlir");
     EXPECT_NE(e.find("groups.mlir:3:"), std::string::npos) << e;
     EXPECT_NE(e.find("needs a dense<[[...]]> value"), std::string::npos) << e;
   }
@@ -394,9 +396,7 @@ TEST(StableHloOps, AnIntegerBeyondInt64InAnAttributeIsAnErrorNotZero) {
     return %arg0 : tensor<8x16xf32>
   }
 })";
-    const auto r = parse_stablehlo(mlir, "range.mlir");
-    ASSERT_FALSE(r.ok()) << op;
-    const std::string e = format_all(r.errors());
+    const std::string e = errors_of(mlir, "range.mlir");
     EXPECT_NE(e.find("range.mlir:3:"), std::string::npos) << e;
     EXPECT_NE(e.find("99999999999999999999' is out of range (int64)"), std::string::npos) << e;
   }
@@ -407,12 +407,14 @@ TEST(StableHloOps, AnIntegerBeyondInt64InAnAttributeIsAnErrorNotZero) {
     return %0#18446744073709551617 : tensor<4xf32>
   }
 })";
-  const auto r = parse_stablehlo(use, "use.mlir");
-  ASSERT_FALSE(r.ok());
-  const std::string e = format_all(r.errors());
+  const std::string e = errors_of(use, "use.mlir");
   EXPECT_NE(e.find("use.mlir:4:12: error: '%0' has no result #18446744073709551617"), std::string::npos) << e;
 }
 
+// A reduce, sort or scatter region using a value of the function (an
+// implicit capture): XLA's conversion to HLO rejects it ("requires all
+// operands to be defined in the parent region for export"); so does the
+// reader, at the use, naming the value and the op.
 TEST(StableHloOps, CapturesInReducerRegionsAreErrorsAtTheUse) {
   const std::string reduce = R"(module @m {
   func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<f32>) -> tensor<4xf32> {
