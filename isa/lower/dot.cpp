@@ -133,15 +133,22 @@ class DotLowering {
               if (rw && !wide_ok(false, tn, tk, nk)) continue;
               if (lw && rw && d_.lhs_side != d_.rhs_side) continue;
               const DotTiling t{tm, tn, tk, lw, rw};
-              // Two slots of each operand tile, the transposed copy the MXU
-              // reads, and the output staging.
+              // Two slots of each operand tile and of its transposed copy,
+              // each counted three times, the output staging three times,
+              // and the two slots of a converted copy where they exceed an
+              // operand tile's third count (a narrowing convert fits there).
               const LoadedTiles raw = loaded_tiles(d_, t);
-              const std::int64_t lhs_fp = c_.vmem_footprint(d_.lhs.dtype, raw.lhs_rows, raw.lhs_cols) +
-                                          (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
-              const std::int64_t rhs_fp = c_.vmem_footprint(d_.rhs.dtype, raw.rhs_rows, raw.rhs_cols) +
-                                          (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
-              const std::int64_t vm =
-                  3 * (lhs_fp + rhs_fp) + 3 * c_.vmem_footprint(d_.out.dtype, tm, tn) + epilogue_footprint(tm, tn);
+              const std::int64_t lhs_raw = c_.vmem_footprint(d_.lhs.dtype, raw.lhs_rows, raw.lhs_cols);
+              const std::int64_t rhs_raw = c_.vmem_footprint(d_.rhs.dtype, raw.rhs_rows, raw.rhs_cols);
+              const std::int64_t lhs_fp = lhs_raw + (d_.lhs_transposed ? c_.vmem_footprint(d_.lhs.dtype, tm, tk) : 0);
+              const std::int64_t rhs_fp = rhs_raw + (d_.rhs_transposed ? c_.vmem_footprint(d_.rhs.dtype, tk, tn) : 0);
+              const auto cvt_extra = [&](isa::DType from, isa::DType to, std::int64_t rows, std::int64_t cols,
+                                         std::int64_t raw_bytes) -> std::int64_t {
+                return from == to ? 0 : std::max<std::int64_t>(0, 2 * c_.vmem_footprint(to, rows, cols) - raw_bytes);
+              };
+              const std::int64_t vm = 3 * (lhs_fp + rhs_fp) + cvt_extra(d_.lhs.dtype, lhs_dt_, tm, tk, lhs_raw) +
+                                      cvt_extra(d_.rhs.dtype, rhs_dt_, tk, tn, rhs_raw) +
+                                      3 * c_.vmem_footprint(d_.out.dtype, tm, tn) + epilogue_footprint(tm, tn);
               if (vm > budget) continue;
               const DotCost cost = dot_cost(in, d_, t);
               if (cost.time_s < best.time_s * (1 - 1e-9)) best = Tiling{t, cost.time_s, cost.hbm_bytes};
@@ -261,6 +268,7 @@ class DotLowering {
     std::int64_t write_per_step = 1;
     isa::TileRef lhs_ready, rhs_ready;          // tiles the MXU reads (after transpose/convert)
     std::int64_t lhs_elem = -1, rhs_elem = -1;  // the element tiles they hold
+    int lhs_slot = 0, rhs_slot = 0;             // the prepared-tile slot the next preparation writes
     std::uint32_t out_buf = 0;
     int out_slot = 0;
     // The MXU of a block's first item turns round robin from block to block,
@@ -571,32 +579,41 @@ class DotLowering {
     }
   }
 
-  // Step t: load ahead, prepare the operand tiles, start a block (kc = 0),
-  // the matmuls, finish the block (last kc) or issue pending write pieces.
+  // Step t: load ahead, ready the operand tiles, start a block (kc = 0),
+  // the matmuls, prepare the next step's tiles, finish the block (last kc)
+  // or issue pending write pieces.
+  //
+  // An operand the MXU reads as loaded is waited for at its step. One that
+  // is transposed (XLU) or converted (VPU) first is prepared one step ahead,
+  // into the other of two prepared-tile slots, right after this step's
+  // matmuls: the XLU and VPU work on step t + 1's tiles while the MXUs run
+  // step t's, as a compiled kernel's schedule interleaves a fused operand
+  // producer with the matmuls (only the first step's preparation is exposed).
+  //
+  // A prepared operand's loaded tile is free once prepared, so its loads run
+  // a step further ahead: the load into a slot is issued as soon as the tile
+  // it held has been prepared (the load waits for that preparation, which
+  // this step's matmuls wait for anyway).
   void emit_step(Emit& e, std::size_t t) {
     const StepIdx& s = e.steps[t];
     c_.mxu_step();
     const std::size_t lrun = e.lruns.run_of[t], rrun = e.rruns.run_of[t];
-    issue_loads(e.lr, e.lruns, e.lplan, lrun + 2);
-    issue_loads(e.rr, e.rruns, e.rplan, rrun + 2);
+    const bool lp = lhs_prepared(), rp = rhs_prepared();
+    if (!lp || t == 0) issue_loads(e.lr, e.lruns, e.lplan, lrun + 2);
+    if (!rp || t == 0) issue_loads(e.rr, e.rruns, e.rplan, rrun + 2);
+    if (t == 0 || !lp) ready_lhs(e, t);
+    if (t == 0 || !rp) ready_rhs(e, t);
+    const auto last_of_run = [&](const Runs& r) { return t + 1 == e.steps.size() || r.run_of[t + 1] != r.run_of[t]; };
+    if (lp) issue_loads(e.lr, e.lruns, e.lplan, lrun + (last_of_run(e.lruns) ? 3 : 2));
+    if (rp) issue_loads(e.rr, e.rruns, e.rplan, rrun + (last_of_run(e.rruns) ? 3 : 2));
     const std::int64_t me = extent(s.mb, t_.tm, d_.m), ke = extent(s.kc, t_.tk, d_.k), ne = extent(s.nb, t_.tn, d_.n);
-    const bool lhs_new = e.lruns.first[lrun] == t, rhs_new = e.rruns.first[rrun] == t;
-    if (lhs_new) c_.wait(e.lr.sem[lrun % 2], 1);
-    if (rhs_new) c_.wait(e.rr.sem[rrun % 2], 1);
-    // A new element tile (a fresh load, or another element's columns of
-    // a wide tile) is transposed / converted once.
-    const std::int64_t le = (s.b * e.nm + s.mb) * e.nk + s.kc, re = (s.b * e.nk + s.kc) * e.nn + s.nb;
-    if (lhs_new || le != e.lhs_elem) {
-      e.lhs_ready = prepare(sub_tile(e.lruns, e.lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", me, ke);
-      e.lhs_elem = le;
-    }
-    if (rhs_new || re != e.rhs_elem) {
-      e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", ke, ne);
-      e.rhs_elem = re;
-    }
     if (s.kc == 0) begin_block(e, s, me, ne);
     const std::vector<Item> items = block_items(me, ne, e.rot, e.out_slot);
     emit_matmuls(e, s, items, ke);
+    if (t + 1 < e.steps.size()) {
+      if (lhs_prepared()) ready_lhs(e, t + 1);
+      if (rhs_prepared()) ready_rhs(e, t + 1);
+    }
     if (s.kc + 1 == e.nk) {
       finish_block(e, s, t, items, me, ne);
     } else {
@@ -756,19 +773,54 @@ class DotLowering {
     }
   }
 
+  // Whether an operand's tiles are transposed or converted before the MXU
+  // reads them (then prepared a step ahead, emit_step).
+  [[nodiscard]] bool lhs_prepared() const { return d_.lhs_transposed || d_.lhs.dtype != lhs_dt_; }
+  [[nodiscard]] bool rhs_prepared() const { return d_.rhs_transposed || d_.rhs.dtype != rhs_dt_; }
+
+  // Step t's lhs (rhs) tile for the MXU: waited for when its run starts, and
+  // prepared when it is a new element tile (a fresh load, or another
+  // element's columns of a wide tile), each preparation into the other slot.
+  void ready_lhs(Emit& e, std::size_t t) {
+    const StepIdx& s = e.steps[t];
+    const std::size_t run = e.lruns.run_of[t];
+    if (e.lruns.first[run] == t) c_.wait(e.lr.sem[run % 2], 1);
+    const std::int64_t le = (s.b * e.nm + s.mb) * e.nk + s.kc;
+    if (e.lruns.first[run] == t || le != e.lhs_elem) {
+      e.lhs_ready = prepare(sub_tile(e.lruns, e.lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", e.lhs_slot,
+                            extent(s.mb, t_.tm, d_.m), extent(s.kc, t_.tk, d_.k));
+      e.lhs_slot ^= 1;
+      e.lhs_elem = le;
+    }
+  }
+  void ready_rhs(Emit& e, std::size_t t) {
+    const StepIdx& s = e.steps[t];
+    const std::size_t run = e.rruns.run_of[t];
+    if (e.rruns.first[run] == t) c_.wait(e.rr.sem[run % 2], 1);
+    const std::int64_t re = (s.b * e.nk + s.kc) * e.nn + s.nb;
+    if (e.rruns.first[run] == t || re != e.rhs_elem) {
+      e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", e.rhs_slot,
+                            extent(s.kc, t_.tk, d_.k), extent(s.nb, t_.tn, d_.n));
+      e.rhs_slot ^= 1;
+      e.rhs_elem = re;
+    }
+  }
+
   // Transposes (XLU) and/or converts (VPU) a freshly loaded tile into the
-  // rows x cols tile in the dtype the MXU reads. Returns the buffer to read.
+  // rows x cols tile in the dtype the MXU reads, in prepared-tile slot
+  // `slot`. Returns the buffer to read (the loaded tile when neither is needed).
   isa::TileRef prepare(const isa::TileRef& raw, bool transposed, isa::DType mxu_dt, const std::string& name,
-                       std::int64_t rows, std::int64_t cols) {
+                       int slot, std::int64_t rows, std::int64_t cols) {
     isa::TileRef cur = raw;
     const isa::DType raw_dt = c_.prog.buffers[raw.buffer].dtype;
+    const std::string base = name + "." + std::to_string(slot);
     if (transposed) {
-      const std::uint32_t t = scratch(name, raw_dt, rows, cols);
+      const std::uint32_t t = scratch(base, raw_dt, rows, cols);
       c_.emit(isa::XluTranspose{c_.whole(t), cur});
       cur = c_.whole(t);
     }
     if (raw_dt != mxu_dt) {
-      const std::uint32_t v = scratch(name + ".cvt", mxu_dt, rows, cols);
+      const std::uint32_t v = scratch(base + ".cvt", mxu_dt, rows, cols);
       isa::VpuElementwise e;
       e.op = isa::VpuOp::kConvert;
       e.dst = c_.whole(v);

@@ -5,6 +5,8 @@
 #include "common/units.h"
 #include "sim/timing/dma_timing.h"
 #include "sim/timing/mxu_timing.h"
+#include "sim/timing/vpu_timing.h"
+#include "sim/timing/xlu_timing.h"
 
 namespace tpusim::lower {
 
@@ -151,6 +153,32 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   c.last_s = hbm_transfer(chip.hbm, out_tile).transfer_seconds * static_cast<double>(cores) +
              static_cast<double>(mxu_matmul_timing(mxu, last_rows).latency) / clock + lat;
 
+  // Preparing a transposed (XLU) or converted (VPU) operand's element tile,
+  // the instructions' own costs (sim/timing/instruction_cost.cpp): the
+  // lowering prepares step t + 1's tiles while the MXUs run step t's, so
+  // a step's preparation competes with its MXU time; the first is exposed.
+  const auto prepare_s = [&](bool transposed, isa::DType from, isa::DType to, std::int64_t rows, std::int64_t cols,
+                             double bytes) {
+    if (!transposed && from == to) return 0.0;
+    Cycles cyc = 0;
+    if (transposed) cyc += xlu_timing(chip.core.xlu, vregs_for_tile(chip.core.vpu, cols, rows, from)).issue;
+    if (from != to) {
+      VpuElementwise cvt;
+      cvt.op = isa::VpuOp::kConvert;
+      cvt.vregs = vregs_for_tile(chip.core.vpu, rows, cols, to);
+      cvt.vmem_inputs = 1;
+      cyc += vpu_elementwise_timing(chip.core.vpu, cvt).issue;
+    }
+    const double tile_bytes = std::max(1.0, static_cast<double>(isa::dtype_bytes(from, rows * cols)));
+    const double per_step = bytes / tile_bytes * share / std::max(1.0, c.steps);
+    return per_step * static_cast<double>(cyc) / clock;
+  };
+  const isa::DType lhs_mxu = mxu_stream_dtype(mxu, d.lhs_operand.value_or(d.lhs.dtype));
+  const isa::DType rhs_mxu = mxu_stream_dtype(mxu, d.rhs_operand.value_or(d.rhs.dtype));
+  c.step_prepare_s = prepare_s(d.lhs_transposed, d.lhs.dtype, lhs_mxu, t.tm, t.tk, lhs_b) +
+                     prepare_s(d.rhs_transposed, d.rhs.dtype, rhs_mxu, t.tk, t.tn, rhs_b);
+  c.first_s += c.step_prepare_s;
+
   // Instructions of a step: a weight load and a matmul per item and k slice,
   // plus the step's DMAs and waits; issued issue_width per cycle.
   const double step_instructions = static_cast<double>(ceil_div(t.tk, R) * items * 2 + 6);
@@ -169,7 +197,7 @@ DotCost dot_cost(const DotCostInputs& in, const DotSpec& d, const DotTiling& t) 
   const auto blocks = static_cast<double>(std::max<std::int64_t>(1, my_blocks));
   const auto k_steps = static_cast<double>(nk);
   const double block_s = std::max({k_steps * c.step_mxu_s, c.pops_s / blocks, k_steps * c.step_dma_s,
-                                   k_steps * c.step_issue_s});
+                                   k_steps * c.step_issue_s, k_steps * c.step_prepare_s});
   c.time_s = (blocks * block_s + c.first_s + c.last_s) *
              (1.0 + c.instructions / in.instruction_scale);
   return c;

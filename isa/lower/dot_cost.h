@@ -62,6 +62,7 @@ struct DotCost {
   double step_mxu_s = 0;       // one k step on the busiest MXU
   double step_dma_s = 0;       // one k step's share of this core's HBM time, plus a latency
   double step_issue_s = 0;     // one k step's instructions at the sequencer's issue width
+  double step_prepare_s = 0;   // one k step's operand transposes (XLU) and converts (VPU)
   double pops_s = 0;           // popping this core's blocks
   double first_s = 0;          // the first operand tiles (not overlapped)
   double last_s = 0;           // the last block's drain and store (not overlapped)
