@@ -1004,6 +1004,8 @@ namespace tpusim::lower {
 namespace {
 // Manual experiment: TILE="tm tn tk" M=... K=... N=... CHIP=... ./isa_lower_tests
 // --gtest_also_run_disabled_tests --gtest_filter='*DotTiling*'
+// (FILE=module.hlo: that module's first dot instead; MEGACORE=1: the chip's
+// TensorCores as one device, each simulated with its share.)
 TEST(LowerSim, DISABLED_DotTilingExperiment) {
   const char* chip_name = std::getenv("CHIP") ? std::getenv("CHIP") : "v5e";
   ChipConfig c = chip(chip_name);
@@ -1017,19 +1019,29 @@ TEST(LowerSim, DISABLED_DotTilingExperiment) {
   const std::string text = "HloModule big\nENTRY e {\n a = bf16[" + m + "," + k + "] parameter(0)\n b = bf16[" + k +
                            "," + n + "] parameter(1)\n ROOT d = bf16[" + m + "," + n +
                            "] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}";
-  auto mod = hlo::parse_hlo_module(text, "x");
+  std::string source = text;
+  if (const char* f = std::getenv("FILE")) {
+    std::ifstream in(f);
+    source.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (const char* v = std::getenv("MEGACORE")) c.megacore = std::atoi(v) != 0;
+  auto mod = hlo::parse_hlo_module(source, "x");
   ASSERT_TRUE(mod.ok());
   LowerOptions o;
   if (const char* t = std::getenv("TILE")) std::sscanf(t, "%ld %ld %ld", &o.dot_tile_m, &o.dot_tile_n, &o.dot_tile_k);
-  auto l = lower_module(**mod, c, o);
+  auto l = lower_for_chip(**mod, device_view(c), o);
   ASSERT_TRUE(l.ok());
+  ASSERT_FALSE(l->empty());
+  std::vector<isa::Program> programs;
+  for (const auto& core : *l) programs.push_back(core.program);
   SimOptions so;
   if (const char* t = std::getenv("TRACE")) so.trace_path = t;
   so.trace_merge_gap_s = 0;
-  auto r = simulate(c, l->program, so);
+  auto r = simulate_cores(c, programs, so);
   ASSERT_TRUE(r.ok());
-  std::printf("%s ratio %.4f seconds %.9g instructions %zu\n", l->report.tilings[0].c_str(),
-              r->seconds / roofline_bound(**mod, c), r->seconds, l->program.code.size());
+  const Lowered& first = l->front();
+  std::printf("%s ratio %.4f seconds %.9g instructions %zu\n", first.report.tilings[0].c_str(),
+              r->seconds / roofline_bound(**mod, device_view(c)), r->seconds, first.program.code.size());
   if (std::getenv("STATS")) {
     std::printf("%s\n", r->stats.to_json().dump(1).c_str());
   }
