@@ -783,26 +783,24 @@ class DotLowering {
   // element's columns of a wide tile), each preparation into the other slot.
   void ready_lhs(Emit& e, std::size_t t) {
     const StepIdx& s = e.steps[t];
-    const std::size_t run = e.lruns.run_of[t];
-    if (e.lruns.first[run] == t) c_.wait(e.lr.sem[run % 2], 1);
-    const std::int64_t le = (s.b * e.nm + s.mb) * e.nk + s.kc;
-    if (e.lruns.first[run] == t || le != e.lhs_elem) {
-      e.lhs_ready = prepare(sub_tile(e.lruns, e.lplan, t), d_.lhs_transposed, lhs_dt_, "lhsT", e.lhs_slot,
-                            extent(s.mb, t_.tm, d_.m), extent(s.kc, t_.tk, d_.k));
-      e.lhs_slot ^= 1;
-      e.lhs_elem = le;
-    }
+    ready(e.lr, e.lruns, e.lplan, t, (s.b * e.nm + s.mb) * e.nk + s.kc, d_.lhs_transposed, lhs_dt_, "lhsT",
+          extent(s.mb, t_.tm, d_.m), extent(s.kc, t_.tk, d_.k), e.lhs_ready, e.lhs_elem, e.lhs_slot);
   }
   void ready_rhs(Emit& e, std::size_t t) {
     const StepIdx& s = e.steps[t];
-    const std::size_t run = e.rruns.run_of[t];
-    if (e.rruns.first[run] == t) c_.wait(e.rr.sem[run % 2], 1);
-    const std::int64_t re = (s.b * e.nk + s.kc) * e.nn + s.nb;
-    if (e.rruns.first[run] == t || re != e.rhs_elem) {
-      e.rhs_ready = prepare(sub_tile(e.rruns, e.rplan, t), d_.rhs_transposed, rhs_dt_, "rhsT", e.rhs_slot,
-                            extent(s.kc, t_.tk, d_.k), extent(s.nb, t_.tn, d_.n));
-      e.rhs_slot ^= 1;
-      e.rhs_elem = re;
+    ready(e.rr, e.rruns, e.rplan, t, (s.b * e.nk + s.kc) * e.nn + s.nb, d_.rhs_transposed, rhs_dt_, "rhsT",
+          extent(s.kc, t_.tk, d_.k), extent(s.nb, t_.tn, d_.n), e.rhs_ready, e.rhs_elem, e.rhs_slot);
+  }
+  void ready(const Ring& ring, const Runs& runs, const std::vector<Plan>& plan, std::size_t t, std::int64_t elem,
+             bool transposed, isa::DType mxu_dt, const std::string& name, std::int64_t rows, std::int64_t cols,
+             isa::TileRef& tile, std::int64_t& held, int& slot) {
+    const std::size_t run = runs.run_of[t];
+    const bool fresh = runs.first[run] == t;
+    if (fresh) c_.wait(ring.sem[run % 2], 1);
+    if (fresh || elem != held) {
+      tile = prepare(sub_tile(runs, plan, t), transposed, mxu_dt, name, slot, rows, cols);
+      slot ^= 1;
+      held = elem;
     }
   }
 
