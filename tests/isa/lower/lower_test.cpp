@@ -663,6 +663,31 @@ ENTRY e {
   expect_verifies(l.program, c);
 }
 
+// A dot whose loaded tiles are converted before the MXU reads them keeps
+// two converted copies (prepared a step ahead). TPU7x has no int8 MXU mode,
+// so an s8 dot converts each tile to bf16, a copy twice the loaded tile's
+// size: the tiling's VMEM count must include it, or the program outgrows
+// the kernel's scoped limit (at 32 MiB it peaked at 38 MiB when the copies
+// were left out of the count).
+TEST(Lower, ADotConvertingItsTilesStaysWithinTheScopedVmemLimit) {
+  ChipConfig c = chip("v7");
+  ASSERT_EQ(isa::mxu_rate(c.core.mxu.rate, isa::DType::kInt8), 0);
+  for (const double mib : {8.0, 16.0, 32.0}) {
+    c.core.vmem.scoped_limit = mib * 1024 * 1024;
+    const auto l = lower_text(R"(HloModule m
+ENTRY e {
+  a = s8[8192,8192] parameter(0)
+  b = s8[8192,8192] parameter(1)
+  ROOT d = s32[8192,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})",
+                              c);
+    const auto rep = isa::verify(l.program, c);
+    EXPECT_TRUE(rep.ok()) << format_all(rep.diagnostics()).substr(0, 2000);
+    EXPECT_LE(rep.summary.peak_vmem_bytes, static_cast<std::int64_t>(c.core.vmem.scoped_limit))
+        << mib << " MiB: " << l.report.tilings[0];
+  }
+}
+
 // A stream kernel whose rows are too wide for VMEM (64 rows of 65536 with
 // their f32 temporaries) and which reads three per-row vectors of 32768
 // (a loss's per-token statistics): counted per row of the space, the
