@@ -611,8 +611,8 @@ class DotLowering {
     const std::vector<Item> items = block_items(me, ne, e.rot, e.out_slot);
     emit_matmuls(e, s, items, ke);
     if (t + 1 < e.steps.size()) {
-      if (lhs_prepared()) ready_lhs(e, t + 1);
-      if (rhs_prepared()) ready_rhs(e, t + 1);
+      if (lp) ready_lhs(e, t + 1);
+      if (rp) ready_rhs(e, t + 1);
     }
     if (s.kc + 1 == e.nk) {
       finish_block(e, s, t, items, me, ne);

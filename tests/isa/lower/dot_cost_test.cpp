@@ -125,6 +125,26 @@ TEST(DotCost, MxuStepIsTheMxuUnitsItemTime) {
   EXPECT_NEAR(cost_on(c, d, t).step_mxu_s, (4 * 256 + 383) / 1.5e9, 1e-18);
 }
 
+// Preparation: a weight gradient's lhs, stored [K, M], is transposed on the
+// XLU each step. Its raw 512 x 256 bf16 tile (tk x tm) is ceil(512 / (8
+// sublanes x 2 bf16 per 32-bit element)) x ceil(256 / 128 lanes) = 64 vregs;
+// v5e's XLU takes 0.5 vregs a cycle: 128 cycles, one tile a step (nk > 1, so
+// each step loads a new one). With all of K in one tile (tk = 4096) the lhs
+// tile stays for the row's 4096 / 512 = 8 output blocks: 4096 / 16 x 2 = 512
+// vregs, 1024 cycles, an eighth of it a step. An untransposed bf16 dot
+// prepares nothing.
+TEST(DotCost, PrepareIsTheXluTransposeOfEachStepsTile) {
+  const ChipConfig c = tpusim::testing::preset("v5e");
+  ASSERT_DOUBLE_EQ(c.core.xlu.vregs_per_cycle, 0.5);
+  DotSpec d = bf16_dot(2048, 4096, 4096);
+  const DotTiling t{256, 512, 512, false, false};
+  EXPECT_EQ(cost_on(c, d, t).step_prepare_s, 0.0);
+  d.lhs_transposed = true;
+  d.lhs = Array{0, 4096, 2048, 4096 * 2048, isa::DType::kBf16, {}};
+  EXPECT_NEAR(cost_on(c, d, t).step_prepare_s, 128 / 1.5e9, 1e-18);
+  EXPECT_NEAR(cost_on(c, d, DotTiling{256, 512, 4096, false, false}).step_prepare_s, 1024.0 / 8 / 1.5e9, 1e-18);
+}
+
 // Pops: ceil(rows / sublanes) x ceil(cols / lanes) vregs, one per cycle,
 // from the chip's VPU shape (mxu_pop_cycles): 256 x 128 on 8 x 128 is 32
 // cycles per item, one item per MXU; 16 sublanes halve it.
