@@ -19,13 +19,14 @@ struct Published {
 
 // bf16/int8/fp8: Cloud TPU docs [GC-v4|v5e|v5p|v6e|7x]. HBM: Cloud docs.
 // ICI: links x bidirectional per-link figure from the scaling book [SB-tpus]
-// (v4 6x9e10, v5e 4x9e10, v5p 6x1.8e11, v6e 4x1.8e11); TPU7x: Cloud's 1200 GB/s.
+// (v4 6x9e10, v5e 4x9e10, v5p 6x1.8e11, v6e 4x1.8e11, TPU7x 6x1.8e11, v5p's
+// figure, in the book's table since 2026-05; Cloud gives 1200 GB/s for both).
 constexpr Published kPublished[] = {
     {"v4", 275e12, 275e12, 0, 1200e9, 5.4e11},
     {"v5e", 197e12, 393e12, 0, 819e9, 3.6e11},
     {"v5p", 459e12, 918e12, 459e12, 2765e9, 1.08e12},
     {"v6e", 918e12, 1836e12, 918e12, 1638e9, 7.2e11},
-    {"v7", 2307e12, 0, 4614e12, 7380e9, 1.2e12},
+    {"v7", 2307e12, 0, 4614e12, 7380e9, 1.08e12},
 };
 
 class PresetPeaks : public ::testing::TestWithParam<Published> {};
