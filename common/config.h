@@ -207,6 +207,7 @@ struct IciConfig {
   std::int64_t links = 0;
   double link_bandwidth = 0;  // bytes/s, one link, one direction
   double hop_latency = 0;     // seconds
+  double collective_startup = 0;  // seconds, once per collective
   double link_efficiency = 1.0;
   double packet_size = 0;     // bytes
   std::int64_t concurrent_collectives = 1;  // collectives in flight per chip

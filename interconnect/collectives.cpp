@@ -336,7 +336,9 @@ std::optional<CollectiveAlgorithm> parse_algorithm(std::string_view name) {
   return a;
 }
 
-Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec) {
+namespace {
+
+Result<std::string> schedule_transfers(Network& net, const CollectiveSpec& spec) {
   const Topology& topo = net.topology();
   const std::int64_t devices = topo.num_devices();
   if (!(spec.bytes >= 0)) return spec_error("collective bytes must be >= 0");
@@ -423,6 +425,25 @@ Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec
   }
   std::string desc;
   for (const auto& u : used) desc += (desc.empty() ? "" : " + ") + u;
+  return desc;
+}
+
+}  // namespace
+
+Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec, double start_s) {
+  const auto first = static_cast<TransferId>(net.num_transfers());
+  Result<std::string> desc = schedule_transfers(net, spec);
+  if (!desc.ok()) return desc;
+  const auto end = static_cast<TransferId>(net.num_transfers());
+  // Hold the whole schedule back until the collective starts and its fixed
+  // start-up (ici.collective_startup) is paid, whatever the schedule's
+  // length. One gate without dependencies of its own: it completes at a
+  // fixed time, so it does not join the schedule's replicas (network.h).
+  const double gate_s = start_s + net.params().collective_startup_s;
+  if (gate_s > 0 && end > first) {
+    const TransferId gate = net.add_join(gate_s);
+    for (TransferId t = first; t < end; ++t) net.add_dependency(gate, t);
+  }
   return desc;
 }
 

@@ -91,7 +91,9 @@ Result<CollectiveResult> simulate_collective(const Topology& topology, const Net
 
 // Adds the schedule to `net` without running it (for callers that combine
 // several collectives or other traffic); returns the algorithm description.
-Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec);
+// No transfer starts before start_s + NetworkParams::collective_startup_s
+// (the collective's start on a shared network, and its fixed start-up).
+Result<std::string> schedule_collective(Network& net, const CollectiveSpec& spec, double start_s = 0);
 
 // Every chip in a group with the chips that differ from it only along the
 // axes in `axes_mask` (bit 0 = x), slice by slice; groups in device order.

@@ -25,6 +25,7 @@ NetworkParams NetworkParams::from_config(const IciConfig& ici, const DcnConfig& 
   NetworkParams p;
   p.ici_bytes_per_s = ici.link_bandwidth * ici.link_efficiency;
   p.ici_hop_latency_s = ici.hop_latency;
+  p.collective_startup_s = ici.collective_startup;
   if (ici.packet_size > 0) p.packet_bytes = ici.packet_size;
   p.dcn_bytes_per_s = dcn.bandwidth_per_chip;
   p.dcn_latency_s = dcn.latency;

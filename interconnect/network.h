@@ -47,6 +47,9 @@ namespace tpusim::interconnect {
 struct NetworkParams {
   double ici_bytes_per_s = 0;    // one link, one direction, payload (after efficiency)
   double ici_hop_latency_s = 0;  // per hop
+  // Once per collective, before its first transfer (schedule_collective: a
+  // join every transfer of the collective depends on).
+  double collective_startup_s = 0;
   double packet_bytes = 4096;    // nominal packet size
   std::uint32_t max_packets_per_message = 64;  // packet size grows beyond this
   double dcn_bytes_per_s = 0;    // per chip, one direction

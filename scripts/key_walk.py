@@ -407,6 +407,7 @@ CASES = {
     "ici.links": ("allreduce", "v5e", ["--system", "4x4"], "2", "error"),
     "ici.link_bandwidth": ("allreduce", "v5p", ["--system", "8"], "200 GB/s", "faster"),
     "ici.hop_latency": ("allreduce", "v5p", ["--system", "8"], "20 us", "slower"),
+    "ici.collective_startup": ("allreduce", "v5p", ["--system", "8"], "20 us", "slower"),
     "ici.link_efficiency": ("allreduce", "v5p", ["--system", "8"], "0.5", "slower"),
     "ici.concurrent_collectives": ("allreduces", "v5e", ["--system", "8"], "1", "slower"),
     "host.bandwidth": ("host", "v5e", [], "64 GB/s", "faster"),

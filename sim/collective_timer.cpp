@@ -74,7 +74,8 @@ NetworkCollectiveTimer::Key NetworkCollectiveTimer::key_of(const CollectiveReque
              r.groups ? *r.groups : interconnect::ReplicaGroups{}};
 }
 
-Result<std::string> NetworkCollectiveTimer::schedule(interconnect::Network& net, const CollectiveRequest& r) const {
+Result<std::string> NetworkCollectiveTimer::schedule(interconnect::Network& net, const CollectiveRequest& r,
+                                                     double start_s) const {
   const interconnect::ReplicaGroups empty;
   const interconnect::ReplicaGroups& groups = r.groups ? *r.groups : empty;
   const bool reduces = r.kind == interconnect::CollectiveKind::kAllReduce ||
@@ -97,7 +98,7 @@ Result<std::string> NetworkCollectiveTimer::schedule(interconnect::Network& net,
     spec.groups = groups;
   }
   if (reduces) spec.reduction_cost = vpu_reduction_cost(chip_, r.dtype);
-  return interconnect::schedule_collective(net, spec);
+  return interconnect::schedule_collective(net, spec, start_s);
 }
 
 Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vector<ConcurrentCollective>& set) {
@@ -123,13 +124,10 @@ Result<std::vector<double>> NetworkCollectiveTimer::time_together(const std::vec
   for (const ConcurrentCollective& c : set) {
     net.set_tag(static_cast<std::uint32_t>(ranges.size()));
     const auto first = static_cast<interconnect::TransferId>(net.num_transfers());
-    Result<std::string> desc = schedule(net, c.request);
+    // Held back until the collective starts (schedule_collective's gate).
+    Result<std::string> desc = schedule(net, c.request, c.start_s - origin);
     if (!desc.ok()) return desc.errors();
     const auto end = static_cast<interconnect::TransferId>(net.num_transfers());
-    // Hold the whole schedule back until the collective starts: a transfer
-    // that has dependencies of its own starts after them anyway.
-    const interconnect::TransferId gate = net.add_join(c.start_s - origin);
-    for (interconnect::TransferId t = first; t < end; ++t) net.add_dependency(gate, t);
     ranges.emplace_back(first, end);
   }
   net.run();

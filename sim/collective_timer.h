@@ -129,7 +129,7 @@ class NetworkCollectiveTimer final : public CollectiveTimer {
   using Key = std::tuple<int, double, int, interconnect::ReplicaGroups>;  // kind, bytes, dtype, groups
   Key key_of(const CollectiveRequest& r) const;
   // Adds the schedule of `r` (all its groups) to `net`; the algorithm it ran.
-  Result<std::string> schedule(interconnect::Network& net, const CollectiveRequest& r) const;
+  Result<std::string> schedule(interconnect::Network& net, const CollectiveRequest& r, double start_s = 0) const;
   const ChipConfig& chip_;
   interconnect::Topology topology_;
   interconnect::NetworkParams params_;

@@ -119,7 +119,7 @@ InstructionCost instruction_cost(const ChipConfig& c, const isa::Program& p, con
 
 double placeholder_collective_seconds(const ChipConfig& c, double bytes) {
   const double bw = static_cast<double>(c.ici.links) * c.ici.link_bandwidth * c.ici.link_efficiency;
-  return (bw > 0 ? bytes / bw : 0.0) + c.ici.hop_latency;
+  return (bw > 0 ? bytes / bw : 0.0) + c.ici.hop_latency + c.ici.collective_startup;
 }
 
 }  // namespace tpusim

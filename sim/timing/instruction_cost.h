@@ -37,7 +37,7 @@ Bytes tile_bytes(const isa::Program& p, const isa::TileRef& t);
 InstructionCost instruction_cost(const ChipConfig& chip, const isa::Program& p, const isa::Instruction& inst);
 
 // Seconds of the single-chip collective placeholder: bytes / (links ×
-// bandwidth × efficiency) + one hop latency.
+// bandwidth × efficiency) + one hop latency + the collective start-up.
 double placeholder_collective_seconds(const ChipConfig& chip, double bytes);
 
 }  // namespace tpusim

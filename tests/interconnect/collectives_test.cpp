@@ -125,6 +125,47 @@ TEST(CollectivesTest, SmallMessagesCostStepsTimesHopLatency) {
   }
 }
 
+// --- The collective's fixed start-up (ici.collective_startup) --------------
+// Paid once per collective before its first transfer: exactly c more than
+// without it, on a short ring and a long one alike, where the hop latency
+// is paid once per ring step ((N-1)/2 of them on a wrapped ring of N).
+TEST(CollectivesTest, StartupIsPaidOncePerCollectiveWhateverItsLength) {
+  constexpr double kC = 9.92e-6;
+  NetworkParams with = params();
+  with.collective_startup_s = kC;
+  for (std::int64_t n : {4, 16}) {
+    SCOPED_TRACE(testing::Message() << "N=" << n);
+    const Topology t = topo({n}, true);
+    const double v = 64.0 * static_cast<double>(n);  // latency-bound: steps x h
+    for (const CollectiveKind k : {CollectiveKind::kAllGather, CollectiveKind::kAllReduce, CollectiveKind::kAllToAll}) {
+      EXPECT_NEAR(sim(t, k, v, with) - sim(t, k, v, params()), kC, 1e-12) << collective_name(k);
+    }
+    // The hop latency still grows with the ring: ceil((N-1)/2) steps.
+    EXPECT_NEAR(sim(t, CollectiveKind::kAllGather, v, with), kC + std::ceil((static_cast<double>(n) - 1) / 2) * kH,
+                0.10 * kH);
+  }
+  // A collective-permute, and a two-slice all-reduce (ICI, then DCN, then
+  // ICI: one collective, one start-up).
+  const Topology ring = topo({8}, true);
+  CollectiveSpec permute;
+  permute.kind = CollectiveKind::kCollectivePermute;
+  permute.bytes = 1 << 20;
+  permute.source_target_pairs = {{0, 1}, {1, 2}, {2, 3}};
+  auto a = simulate_collective(ring, params(), permute);
+  auto b = simulate_collective(ring, with, permute);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NEAR(b->seconds - a->seconds, kC, 1e-12);
+  auto two = Topology::create({4}, {true}, false, 2);
+  ASSERT_TRUE(two.ok());
+  NetworkParams dcn = params();
+  dcn.dcn_bytes_per_s = 12.5e9;
+  dcn.dcn_latency_s = 10e-6;
+  NetworkParams dcn_with = dcn;
+  dcn_with.collective_startup_s = kC;
+  EXPECT_NEAR(sim(*two, CollectiveKind::kAllReduce, kV, dcn_with) - sim(*two, CollectiveKind::kAllReduce, kV, dcn), kC,
+              1e-12);
+}
+
 // --- One axis of a torus: every parallel ring runs at once ----------------
 TEST(CollectivesTest, SingleAxisOfTorusMatchesOneRing) {
   for (bool wrap : {true, false}) {

@@ -118,6 +118,39 @@ TEST(CollectiveTimer, PlaceholderIsBytesOverTotalIciBandwidthPlusOneHop) {
   EXPECT_EQ(t->algorithm, "placeholder");
 }
 
+TEST(CollectiveTimer, StartupDelaysEachCollectiveFromItsOwnStart) {
+  // ici.collective_startup c: a collective takes c more alone, and run
+  // together with another that starts 30 us later on links of its own (the
+  // two rows of a 2x8 torus, each gathered along x), each still takes its
+  // solo time from its own start (so the later one's transfers begin at
+  // 30 us + c, not at max(30 us, c)).
+  const double c = 9.92e-6;
+  const LoadedConfig plain = chip_with("v5e", {"system.topology=[8,2]", "system.wraparound=[true,false]"});
+  const LoadedConfig with = chip_with("v5e", {"system.topology=[8,2]", "system.wraparound=[true,false]",
+                                              "ici.collective_startup=9.92 us"});
+  interconnect::ReplicaGroup row0, row1;
+  for (std::int64_t x = 0; x < 8; ++x) {
+    row0.push_back(x);
+    row1.push_back(8 + x);
+  }
+  const CollectiveRequest a{CollectiveKind::kAllGather, 8e6, groups_of({row0}), isa::DType::kBf16};
+  const CollectiveRequest b{CollectiveKind::kAllGather, 8e6, groups_of({row1}), isa::DType::kBf16};
+  NetworkCollectiveTimer t0 = timer_for(plain.chip), t1 = timer_for(with.chip);
+  auto solo0 = t0.time(a), solo1 = t1.time(a);
+  ASSERT_TRUE(solo0.ok() && solo1.ok());
+  EXPECT_NEAR(solo1->seconds - solo0->seconds, c, 1e-12);
+  auto both = t1.time_together({{a, 0.0}, {b, 30e-6}});
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_NEAR((*both)[0], solo1->seconds, 1e-12);
+  EXPECT_NEAR((*both)[1], solo1->seconds, 1e-12);
+  // The placeholder (one chip) pays it too: bytes / 180 GB/s + 1 us + c.
+  PlaceholderCollectiveTimer p(with.chip);
+  auto pt = p.time({CollectiveKind::kAllReduce, 18e6, nullptr, isa::DType::kBf16});
+  ASSERT_TRUE(pt.ok());
+  EXPECT_NEAR(pt->seconds, 101e-6 + c, 1e-12);
+}
+
 TEST(CollectiveTimer, VpuReductionCostFollowsVpuRates) {
   // v5e VPU: 8 sublanes × 128 lanes, bf16 packs 2 per 32-bit element, so a
   // vreg holds 2048 bf16. 1 MiB = 524,288 bf16 = 256 vregs. Adding them
