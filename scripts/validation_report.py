@@ -775,7 +775,16 @@ if os.path.exists(sv_path):
 
 lines += ["", "## Not yet covered", "",
           "- JetStream serving rows (`tests/validation/refs/hw/inference.csv`): their requests are a real",
-          "  dataset whose lengths the sources do not give, so no fixed-length step reproduces them."]
+          "  dataset whose lengths the sources do not give, so no fixed-length step reproduces them.",
+          "- Host transfers: no published measurement with a stated workload was found (the searched",
+          "  sources are listed in `tests/validation/refs/hw/README.md`); the training rows whose remat",
+          "  policy offloads activations exercise the host link inside whole steps.",
+          "- Reduce-scatter and all-to-all, and collectives on TPU7x slices beyond 2x2x2: the microbenchmark",
+          "  repositories publish their configurations (2x2x2 to 8x16x16) but no results; the measured",
+          "  collectives are all-gathers (v5e, TPU7x) and all-reduces (v5e-8, v6e-256).",
+          "- MLPerf Training v4.1's GPT-3 175B on Trillium (1024 to 3072 chips, int8 AQT): its logs time",
+          "  blocks of six steps plus an evaluation pass, which the training generator does not write (nor an",
+          "  int8 training step)."]
 if os.path.exists(tr_path):
     # The training rows the generator does not write, by model, with the reason the report gives.
     untrained = {}
