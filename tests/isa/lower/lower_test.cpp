@@ -75,9 +75,10 @@ Lowered lower_text(const std::string& text, const ChipConfig& c, LowerOptions op
   return std::move(r).value();
 }
 
-void expect_verifies(const isa::Program& p, const ChipConfig& c) {
-  const auto rep = isa::verify(p, c);
+isa::VerifyReport expect_verifies(const isa::Program& p, const ChipConfig& c) {
+  auto rep = isa::verify(p, c);
   EXPECT_TRUE(rep.ok()) << format_all(rep.diagnostics()).substr(0, 4000);
+  return rep;
 }
 
 TEST(Lower, ElementwiseAddStreamsInDoubleBufferedChunks) {
@@ -681,8 +682,7 @@ ENTRY e {
   ROOT d = s32[8192,8192] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 })",
                               c);
-    const auto rep = isa::verify(l.program, c);
-    EXPECT_TRUE(rep.ok()) << format_all(rep.diagnostics()).substr(0, 2000);
+    const auto rep = expect_verifies(l.program, c);
     EXPECT_LE(rep.summary.peak_vmem_bytes, static_cast<std::int64_t>(c.core.vmem.scoped_limit))
         << mib << " MiB: " << l.report.tilings[0];
   }
